@@ -1,0 +1,170 @@
+/*
+ * kh_policy — the validated admin policy (/etc/kubehsm/kubehsm.conf).
+ *
+ * The file is parsed with libconfig into exactly one typed structure; every
+ * optional value has its default filled in, so consumers never look at the
+ * raw configuration.  Loading is all-or-nothing: on any error the caller
+ * gets NULL and one "file:line: what is wrong" message.
+ */
+#ifndef KH_POLICY_H
+#define KH_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "kh_error.h"
+
+#define KH_POLICY_VERSION 1
+
+enum kh_map_rule {      /* trust.map: which certificate field names the user */
+	KH_MAP_CN,
+	KH_MAP_UID,
+	KH_MAP_EMAIL,   /* local part of rfc822Name SAN (or emailAddress) */
+	KH_MAP_UPN,     /* local part of the Microsoft UPN otherName SAN */
+};
+
+enum kh_scope {         /* session.scope */
+	KH_SCOPE_USER,     /* the uid's user keyring: every process of the uid */
+	KH_SCOPE_SESSION,  /* the login's session keyring only */
+};
+
+enum kh_signer_key {    /* signer.key */
+	KH_SIGNER_SESSION, /* the ephemeral session key from the cache */
+	KH_SIGNER_TOKEN,   /* the user's token, unlocked with the cached PIN */
+};
+
+enum kh_polkit_mode {   /* polkit.mode */
+	KH_POLKIT_REQUIRED,     /* polkitd unreachable: refuse to cache */
+	KH_POLKIT_IF_AVAILABLE, /* polkitd unreachable: log and allow */
+	KH_POLKIT_OFF,          /* never ask */
+};
+
+enum kh_key_type {      /* issuer.key_type: the session keys an issuer certifies */
+	KH_KEY_EC_P256,
+	KH_KEY_EC_P384,
+	KH_KEY_RSA_2048,
+	KH_KEY_RSA_3072,
+};
+
+/* Where a group name in identity.groups comes from. */
+enum kh_group_source {
+	KH_GROUP_CERT,    /* "cert:O", "cert:OU": subject attribute values */
+	KH_GROUP_UNIX,    /* "unix:k8s-*": the user's unix groups matching a glob */
+	KH_GROUP_STATIC,  /* "static:name": always this group */
+};
+
+struct kh_group_rule {
+	enum kh_group_source source;
+	char *arg;              /* "O" / "OU"; the glob; the literal name */
+};
+
+struct kh_issuer {
+	char *id;               /* "" for the single default issuer */
+	char *key;              /* PKCS#11 URI of the issuer private key */
+	char *module;           /* PKCS#11 module for the issuer (default pkcs11.module) */
+	char *cert_file;        /* issuer certificate, then any intermediates (PEM) */
+	char *pin_file;         /* root-only file holding the issuer token PIN */
+	enum kh_key_type key_type;
+};
+
+struct kh_policy {
+	char *path;             /* the file it came from */
+	int version;
+
+	struct {
+		char *module;   /* PKCS#11 module for user tokens */
+	} pkcs11;
+
+	struct {
+		char *label;      /* template, %u = PAM user */
+		char *key_label;  /* template; "" = match by key_id only */
+		char *key_id;     /* hex CKA_ID, "" = match by key_label only */
+	} token;
+
+	struct {
+		char *ca_file;
+		char *crl_file;   /* "" = no CRL */
+		enum kh_map_rule map;
+	} trust;
+
+	struct {
+		char *username;   /* template, %u = PAM user */
+		struct kh_group_rule *groups;
+		size_t ngroups;
+	} identity;
+
+	struct kh_issuer *issuers;  /* at least one; ids unique */
+	size_t nissuers;
+
+	struct {
+		long ttl;                 /* seconds */
+		enum kh_scope scope;
+		bool revoke_on_logout;
+		bool cache_pin;
+	} session;
+
+	struct {
+		enum kh_signer_key key;
+	} signer;
+
+	struct {
+		enum kh_polkit_mode mode;
+	} polkit;
+};
+
+struct kh_policy_load_opts {
+	/*
+	 * The uid that must own the config and issuer PIN file.  Production
+	 * callers leave this 0 (root); unit tests running unprivileged pass
+	 * geteuid().  Files owned by anyone else are rejected.
+	 */
+	uid_t trusted_uid;
+	/* Skip checks that named files exist (used only by the fuzzer). */
+	bool skip_file_checks;
+};
+
+/* Load and validate. Returns NULL and fills err ("file:line: ...") on failure. */
+struct kh_policy *kh_policy_load(const char *path,
+				 const struct kh_policy_load_opts *opts,
+				 kh_error *err);
+
+/* Same, from an in-memory buffer; `name` is used in messages.  File checks
+ * on the config itself are skipped; named files are checked unless
+ * opts->skip_file_checks. */
+struct kh_policy *kh_policy_load_string(const char *text, const char *name,
+					const struct kh_policy_load_opts *opts,
+					kh_error *err);
+
+void kh_policy_free(struct kh_policy *policy);
+
+/* Issuer by id ("" or NULL = the first/default). NULL if none matches. */
+const struct kh_issuer *kh_policy_issuer(const struct kh_policy *policy,
+					 const char *id);
+
+/* Print the effective policy (defaults filled in, no secrets) in libconfig syntax. */
+int kh_policy_print(const struct kh_policy *policy, FILE *out);
+
+/*
+ * Expand a template: %u -> user, %% -> %.  Any other % sequence was already
+ * rejected at load time; here it fails with KH_ERR_INPUT.  Returns a new
+ * string (caller frees) or NULL.
+ */
+char *kh_template_expand(const char *tmpl, const char *user, kh_error *err);
+
+/*
+ * Parse a duration: one or more <number><unit> with unit s, m, h or d
+ * ("90s", "15m", "8h", "1h30m").  Rejects empty, negative, unitless,
+ * overflowing or unknown-unit input.  Returns 0 and sets *seconds.
+ */
+int kh_duration_parse(const char *text, long *seconds, kh_error *err);
+
+/* Names of enum values, as written in the config file. */
+const char *kh_map_rule_name(enum kh_map_rule v);
+const char *kh_scope_name(enum kh_scope v);
+const char *kh_signer_key_name(enum kh_signer_key v);
+const char *kh_polkit_mode_name(enum kh_polkit_mode v);
+const char *kh_key_type_name(enum kh_key_type v);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * kh_cli — the `kubehsm` subcommands.  Each takes argv after the
+ * subcommand name (argv[0] is the subcommand) and returns the exit status.
+ */
+#ifndef KH_CLI_H
+#define KH_CLI_H
+
+#include <stdio.h>
+
+/* Exit statuses, documented in kubehsm(1). */
+#define KH_EXIT_OK       0
+#define KH_EXIT_FAIL     1  /* the operation failed (no session, bad config, ...) */
+#define KH_EXIT_USAGE    2  /* bad command line */
+
+struct kh_cli_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+/* Print "kubehsm: <msg>" as one line on stderr. */
+void kh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The config file to use: --config, then $KUBEHSM_CONFIG, then the default. */
+const char *kh_cli_config_path(const char *option);
+
+int kh_cmd_config(int argc, char **argv);
+
+#endif

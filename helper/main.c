@@ -1,0 +1,84 @@
+/*
+ * kubehsm — the unprivileged kubehsm command-line tool.
+ *
+ * It is a client-go exec credential plugin (`kubehsm exec`), an external
+ * signer (`kubehsm sign`), and the user's and admin's view of the session
+ * cache.  It is never installed setuid: everything it does, it does with the
+ * caller's own rights over the caller's own keyring.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kh_cli.h"
+
+static const struct kh_cli_command commands[] = {
+	{ "config", "check the policy file and print the effective policy", kh_cmd_config },
+};
+
+static void
+usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "Usage: kubehsm COMMAND [ARGS...]\n\n"
+		"PIN once at login; kubectl without prompts.\n\nCommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\nRun 'kubehsm COMMAND --help' for a command's options.\n"
+		"See kubehsm(1) and kubehsm.conf(5).\n");
+}
+
+void
+kh_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("kubehsm: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+const char *
+kh_cli_config_path(const char *option)
+{
+	const char *env;
+
+	if (option != NULL)
+		return option;
+	env = getenv("KUBEHSM_CONFIG");
+	if (env != NULL && env[0] != '\0')
+		return env;
+	return KH_DEFAULT_CONFIG;
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return KH_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return KH_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kubehsm %s\n", PACKAGE_VERSION);
+		return KH_EXIT_OK;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	}
+	kh_cli_error("unknown command '%s'; run 'kubehsm --help'", argv[1]);
+	return KH_EXIT_USAGE;
+}

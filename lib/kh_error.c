@@ -1,0 +1,83 @@
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include "kh_error.h"
+
+static void
+kh_vset(kh_error *err, enum kh_errcode code, const char *fmt, va_list ap)
+{
+	err->code = code;
+	/* vsnprintf bounds and terminates; a truncated message is still useful. */
+	(void)vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+}
+
+int
+kh_fail(kh_error *err, enum kh_errcode code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return -1;
+	va_start(ap, fmt);
+	kh_vset(err, code, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+kh_fail_ssl(kh_error *err, enum kh_errcode code, const char *fmt, ...)
+{
+	va_list ap;
+	unsigned long e = ERR_peek_last_error();
+	char buf[256];
+	size_t len;
+
+	if (err != NULL) {
+		va_start(ap, fmt);
+		kh_vset(err, code, fmt, ap);
+		va_end(ap);
+		if (e != 0) {
+			ERR_error_string_n(e, buf, sizeof(buf));
+			len = strlen(err->msg);
+			(void)snprintf(err->msg + len, sizeof(err->msg) - len, " (%s)", buf);
+		}
+	}
+	ERR_clear_error();
+	return -1;
+}
+
+void
+kh_error_clear(kh_error *err)
+{
+	if (err == NULL)
+		return;
+	err->code = KH_OK;
+	err->msg[0] = '\0';
+}
+
+const char *
+kh_errcode_name(enum kh_errcode code)
+{
+	switch (code) {
+	case KH_OK:              return "ok";
+	case KH_ERR_INTERNAL:    return "internal";
+	case KH_ERR_CONFIG:      return "config";
+	case KH_ERR_INPUT:       return "input";
+	case KH_ERR_NOTFOUND:    return "not-found";
+	case KH_ERR_EXPIRED:     return "expired";
+	case KH_ERR_REVOKED:     return "revoked";
+	case KH_ERR_REFUSED:     return "refused";
+	case KH_ERR_PERM:        return "permission";
+	case KH_ERR_QUOTA:       return "quota";
+	case KH_ERR_UNSUPPORTED: return "unsupported";
+	case KH_ERR_AUTH:        return "auth";
+	case KH_ERR_LOCKED:      return "locked";
+	case KH_ERR_TOKEN:       return "token";
+	}
+	return "unknown";
+}

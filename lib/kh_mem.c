@@ -1,0 +1,31 @@
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "kh_mem.h"
+
+void
+kh_secure_free(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	OPENSSL_cleanse(p, n);
+	free(p);
+}
+
+void
+kh_secure_strfree(char *s)
+{
+	if (s == NULL)
+		return;
+	kh_secure_free(s, strlen(s));
+}
+
+char *
+kh_strdup_or_null(const char *s)
+{
+	return s == NULL ? NULL : strdup(s);
+}

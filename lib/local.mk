@@ -1,0 +1,11 @@
+# libkubehsm: the internal convenience library shared by pam/ and helper/.
+noinst_LTLIBRARIES += lib/libkubehsm.la
+lib_libkubehsm_la_SOURCES = \
+	lib/kh_error.c lib/kh_error.h \
+	lib/kh_mem.c lib/kh_mem.h \
+	$(conf_sources) \
+	$(cache_sources)
+lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \
+	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
+lib_libkubehsm_la_LIBADD = $(CRYPTO_LIBS) $(LIBCONFIG_LIBS) $(JANSSON_LIBS) \
+	$(KEYUTILS_LIBS) $(LIBP11_LIBS)

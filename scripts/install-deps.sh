@@ -1,0 +1,37 @@
+#!/bin/bash
+# Install the Debian 12 packages kubehsm needs to build, test and demo.
+# Idempotent: does nothing (and needs no network) when all are present.
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	build-essential autoconf automake libtool pkg-config
+	libpam0g-dev libp11-dev libssl-dev libconfig-dev
+	libpolkit-gobject-1-dev libkeyutils-dev libjansson-dev libcmocka-dev
+	# real parts the tests and the demo run against
+	softhsm2 opensc libengine-pkcs11-openssl keyutils
+	pamtester libpam-wrapper libpamtest0-dev
+	polkitd dbus nginx-light python3-kubernetes golang-go
+	# hardening and benchmarks
+	clang libclang-rt-14-dev valgrind hyperfine gnuplot-nox libpam-p11
+	xz-utils git procps passwd
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#PACKAGES[@]} packages present"
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,70 @@
+#!/bin/bash
+# Build kubehsm and run every test: the -Werror build's `make check` (unit +
+# integration against real parts), the same suite built with ASan+UBSan, and
+# `make distcheck`.  Run as root on Debian 12; installs what it needs first.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh --fast     the -Werror build's `make check` only
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+fast=0
+[ "${1:-}" = "--fast" ] && fast=1
+jobs=$(nproc 2>/dev/null || echo 2)
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "installing Debian packages"
+bash scripts/install-deps.sh
+
+step "bootstrapping (autoreconf)"
+autoreconf -fi >/dev/null
+
+total_pass=0 total_fail=0 total_skip=0
+tally() {   # add one build's test-suite.log to the totals, print its skips
+	local log=$1 p f e s x
+	p=$(awk '/^# PASS:/{print $3}' "$log"); f=$(awk '/^# FAIL:/{print $3}' "$log")
+	e=$(awk '/^# ERROR:/{print $3}' "$log"); s=$(awk '/^# SKIP:/{print $3}' "$log")
+	x=$(awk '/^# XPASS:/{print $3}' "$log")
+	total_pass=$((total_pass + ${p:-0})); total_fail=$((total_fail + ${f:-0} + ${e:-0} + ${x:-0}))
+	total_skip=$((total_skip + ${s:-0}))
+	if [ "${s:-0}" -gt 0 ]; then
+		echo "skipped tests in $log, with their reasons:"
+		find "$(dirname "$log")" -name '*.log' -exec grep -h '# SKIP' {} + | sed 's/^/  /' || true
+	fi
+}
+
+run_check() {   # run_check DIR CONFIGURE-ARGS...: out-of-tree build + make check
+	local dir=$1; shift
+	rm -rf "$dir"; mkdir -p "$dir"
+	(cd "$dir" && "$top/configure" -q "$@" && make -s -j"$jobs") >"$dir.build.log" 2>&1 ||
+		{ tail -50 "$dir.build.log"; echo "build in $dir failed (log: $dir.build.log)"; return 1; }
+	local rc=0
+	(cd "$dir" && make -s check -j"$jobs" VERBOSE=1) || rc=$?
+	[ -f "$dir/test-suite.log" ] && tally "$dir/test-suite.log"
+	return $rc
+}
+
+rc=0
+step "build with -Werror and run make check (unit + integration)"
+run_check "$top/build" --enable-werror || rc=1
+
+if [ $fast -eq 0 ]; then
+	step "build with ASan + UBSan and run make check again"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		run_check "$top/build-asan" --enable-werror --enable-sanitizers || rc=1
+
+	step "make distcheck"
+	(cd "$top/build" && make -s distcheck -j"$jobs" >"$top/build/distcheck.log" 2>&1) &&
+		grep -A3 'archives ready for distribution' "$top/build/distcheck.log" ||
+		{ tail -60 "$top/build/distcheck.log"; echo "make distcheck failed"; rc=1; }
+fi
+
+echo
+echo "tests: $total_pass passed, $total_fail failed, $total_skip skipped"
+if [ "$total_skip" -gt 0 ] && [ "${CI:-}" = "true" ]; then
+	echo "CI: no test may skip on this machine kind; failing" >&2
+	rc=1
+fi
+exit $rc

@@ -1,0 +1,1 @@
+# integration tests: TAP shell scripts against real parts.

@@ -1,0 +1,1 @@
+# unit tests: each binary is one cmocka group (one TAP plan).
