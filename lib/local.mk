@@ -9,3 +9,7 @@ lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \
 	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
 lib_libkubehsm_la_LIBADD = $(CRYPTO_LIBS) $(LIBCONFIG_LIBS) $(JANSSON_LIBS) \
 	$(KEYUTILS_LIBS) $(LIBP11_LIBS)
+
+# Each area appends its sources in its own fragment.
+include lib/token.mk
+include lib/proto.mk

@@ -1,1 +1,5 @@
 # integration tests: TAP shell scripts against real parts.
+EXTRA_DIST += tests/lib/tap.sh
+include tests/integration/config.mk
+include tests/integration/cache.mk
+include tests/integration/token.mk

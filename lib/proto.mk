@@ -1,0 +1,1 @@
+# proto sources of libkubehsm (lib_libkubehsm_la_SOURCES += ...)

@@ -1,0 +1,1 @@
+# token sources of libkubehsm (lib_libkubehsm_la_SOURCES += ...)
