@@ -18,6 +18,16 @@
 
 #define KH_POLICY_VERSION 1
 
+/* Largest policy file kh_policy_load reads (bytes). */
+#define KH_POLICY_MAX_SIZE (256 * 1024)
+
+/* Longest string kh_template_expand produces (bytes, without the NUL). */
+#define KH_TEMPLATE_MAX 1024
+
+/* session.ttl bounds, seconds. */
+#define KH_TTL_MIN 60L
+#define KH_TTL_MAX (7L * 24 * 3600)
+
 enum kh_map_rule {      /* trust.map: which certificate field names the user */
 	KH_MAP_CN,
 	KH_MAP_UID,
@@ -159,6 +169,13 @@ char *kh_template_expand(const char *tmpl, const char *user, kh_error *err);
  * overflowing or unknown-unit input.  Returns 0 and sets *seconds.
  */
 int kh_duration_parse(const char *text, long *seconds, kh_error *err);
+
+/*
+ * Format seconds as the shortest duration string kh_duration_parse reads
+ * back ("5400" -> "1h30m", 0 -> "0s").  Returns 0, or -1 if seconds is
+ * negative or buf (size n) is too small.
+ */
+int kh_duration_format(long seconds, char *buf, size_t n);
 
 /* Names of enum values, as written in the config file. */
 const char *kh_map_rule_name(enum kh_map_rule v);
