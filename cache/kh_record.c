@@ -1,3 +1,427 @@
+/*
+ * kh_record — encode and decode the keyring session record.
+ *
+ * The decoder treats the payload as hostile: the kernel guarantees who
+ * wrote it only as far as the key's owner and permissions, which the cache
+ * checks separately.  Every field is required, typed, bounded; unknown
+ * fields are refused so a future format cannot be half-understood.
+ */
 #include "config.h"
-/* placeholder: implemented in its own commit */
-extern int kh_placeholder_kh_record;
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "kh_json.h"
+#include "kh_mem.h"
+#include "kh_record.h"
+
+#define KH_RECORD_KIND      "kubehsm-session"
+#define KH_NAME_MAX         256     /* user names, kube names, groups */
+#define KH_URI_MAX          1024
+#define KH_ISSUER_ID_MAX    32
+#define KH_LOGINS_MAX       100000
+
+static const char *const record_fields[] = {
+	"kind", "v", "uid", "user", "issuer", "scope", "kube_user", "groups",
+	"created", "expires", "logins", "token_uri", "token_cert", "chain", "key",
+	NULL,
+};
+
+/* Issuer ids appear in key descriptions: keep them to a plain alphabet. */
+static int
+issuer_id_valid(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	if (n > KH_ISSUER_ID_MAX)
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)id[i];
+		if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+			return 0;
+	}
+	return 1;
+}
+
+int
+kh_record_description(const char *kind, const char *issuer_id, char *buf,
+		      size_t buflen, kh_error *err)
+{
+	int n;
+
+	if (issuer_id == NULL)
+		issuer_id = "";
+	if (!issuer_id_valid(issuer_id))
+		return kh_fail(err, KH_ERR_INPUT, "invalid issuer id '%.40s'",
+			       issuer_id);
+	if (issuer_id[0] == '\0')
+		n = snprintf(buf, buflen, "kubehsm:%s:v%d", kind, KH_RECORD_VERSION);
+	else
+		n = snprintf(buf, buflen, "kubehsm:%s:v%d:%s", kind,
+			     KH_RECORD_VERSION, issuer_id);
+	if (n < 0 || (size_t)n >= buflen)
+		return kh_fail(err, KH_ERR_INTERNAL, "key description too long");
+	return 0;
+}
+
+/* Text fields must be printable: they reach logs, terminals and JSON. */
+static int
+text_valid(const char *s, size_t len, size_t max, int allow_newlines)
+{
+	size_t i;
+
+	if (len == 0 || len > max || strlen(s) != len)
+		return 0;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n' && allow_newlines)
+			continue;
+		if (c < 0x20 || c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+pem_valid(const char *s, size_t len)
+{
+	return text_valid(s, len, KH_RECORD_MAX, 1) &&
+	       strncmp(s, "-----BEGIN ", 11) == 0;
+}
+
+/* ---- encode ------------------------------------------------------------ */
+
+static int
+record_shape_ok(const struct kh_record *rec, kh_error *err)
+{
+	size_t i;
+
+	if (rec->user == NULL || rec->kube_user == NULL || rec->cert_chain_pem == NULL ||
+	    rec->key_pem == NULL || rec->token_cert_pem == NULL)
+		return kh_fail(err, KH_ERR_INPUT, "session record is incomplete");
+	if (rec->ngroups > KH_RECORD_MAX_GROUPS)
+		return kh_fail(err, KH_ERR_INPUT, "too many groups (%zu, at most %d)",
+			       rec->ngroups, KH_RECORD_MAX_GROUPS);
+	for (i = 0; i < rec->ngroups; i++)
+		if (rec->groups[i] == NULL ||
+		    !text_valid(rec->groups[i], strlen(rec->groups[i]), KH_NAME_MAX, 0))
+			return kh_fail(err, KH_ERR_INPUT, "invalid group name");
+	if (rec->expires <= rec->created)
+		return kh_fail(err, KH_ERR_INPUT, "session expires before it is created");
+	if (rec->logins < 1 || rec->logins > KH_LOGINS_MAX)
+		return kh_fail(err, KH_ERR_INPUT, "login count out of range");
+	return 0;
+}
+
+static json_t *
+groups_to_json(const struct kh_record *rec)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	if (arr == NULL)
+		return NULL;
+	for (i = 0; i < rec->ngroups; i++) {
+		if (json_array_append_new(arr, json_string(rec->groups[i])) != 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+int
+kh_record_encode(const struct kh_record *rec, char **out, size_t *len,
+		 kh_error *err)
+{
+	json_t *doc;
+	char *text;
+	size_t n;
+
+	*out = NULL;
+	*len = 0;
+	if (record_shape_ok(rec, err) != 0)
+		return -1;
+	doc = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I,"
+			" s:s, s:s, s:s, s:s}",
+			"kind", KH_RECORD_KIND,
+			"v", KH_RECORD_VERSION,
+			"uid", (json_int_t)rec->uid,
+			"user", rec->user,
+			"issuer", rec->issuer_id ? rec->issuer_id : "",
+			"scope", kh_scope_name(rec->scope),
+			"kube_user", rec->kube_user,
+			"groups", groups_to_json(rec),
+			"created", (json_int_t)rec->created,
+			"expires", (json_int_t)rec->expires,
+			"logins", (json_int_t)rec->logins,
+			"token_uri", rec->token_uri ? rec->token_uri : "",
+			"token_cert", rec->token_cert_pem,
+			"chain", rec->cert_chain_pem,
+			"key", rec->key_pem);
+	if (doc == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL,
+			       "cannot encode the session record (invalid UTF-8 or out of memory)");
+	text = kh_json_dump_secret(doc, &n);
+	json_decref(doc);
+	if (text == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "cannot encode the session record");
+	if (n > KH_RECORD_MAX) {
+		kh_secure_free(text, n + 1);
+		return kh_fail(err, KH_ERR_INPUT,
+			       "session record is %zu bytes, over the %d-byte limit "
+			       "(too many groups or too long a certificate chain)",
+			       n, KH_RECORD_MAX);
+	}
+	*out = text;
+	*len = n;
+	return 0;
+}
+
+/* ---- decode ------------------------------------------------------------ */
+
+static int
+get_text(json_t *doc, const char *name, size_t max, int allow_empty,
+	 char **out, kh_error *err)
+{
+	json_t *v = json_object_get(doc, name);
+	const char *s;
+	size_t len;
+
+	if (!json_is_string(v))
+		return kh_fail(err, KH_ERR_REFUSED, "record field '%s' is missing or not a string", name);
+	s = json_string_value(v);
+	len = json_string_length(v);
+	if (!(allow_empty && len == 0) && !text_valid(s, len, max, 0))
+		return kh_fail(err, KH_ERR_REFUSED, "record field '%s' is invalid", name);
+	*out = strdup(s);
+	return *out ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+}
+
+static int
+get_pem(json_t *doc, const char *name, char **out, kh_error *err)
+{
+	json_t *v = json_object_get(doc, name);
+
+	if (!json_is_string(v) || !pem_valid(json_string_value(v), json_string_length(v)))
+		return kh_fail(err, KH_ERR_REFUSED, "record field '%s' is missing or not PEM", name);
+	*out = strdup(json_string_value(v));
+	return *out ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+}
+
+static int
+get_int(json_t *doc, const char *name, json_int_t min, json_int_t max,
+	json_int_t *out, kh_error *err)
+{
+	json_t *v = json_object_get(doc, name);
+
+	if (!json_is_integer(v))
+		return kh_fail(err, KH_ERR_REFUSED, "record field '%s' is missing or not an integer", name);
+	*out = json_integer_value(v);
+	if (*out < min || *out > max)
+		return kh_fail(err, KH_ERR_REFUSED, "record field '%s' is out of range", name);
+	return 0;
+}
+
+static int
+check_known_fields(json_t *doc, kh_error *err)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach(doc, key, v) {
+		for (i = 0; record_fields[i] != NULL; i++)
+			if (strcmp(key, record_fields[i]) == 0)
+				break;
+		if (record_fields[i] == NULL)
+			return kh_fail(err, KH_ERR_REFUSED, "record has an unknown field");
+	}
+	return 0;
+}
+
+static int
+decode_groups(json_t *doc, struct kh_record *rec, kh_error *err)
+{
+	json_t *arr = json_object_get(doc, "groups"), *v;
+	size_t i;
+
+	if (!json_is_array(arr) || json_array_size(arr) > KH_RECORD_MAX_GROUPS)
+		return kh_fail(err, KH_ERR_REFUSED, "record field 'groups' is invalid");
+	rec->groups = calloc(json_array_size(arr) + 1, sizeof(char *));
+	if (rec->groups == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	json_array_foreach(arr, i, v) {
+		if (!json_is_string(v) ||
+		    !text_valid(json_string_value(v), json_string_length(v), KH_NAME_MAX, 0))
+			return kh_fail(err, KH_ERR_REFUSED, "record field 'groups' is invalid");
+		rec->groups[i] = strdup(json_string_value(v));
+		if (rec->groups[i] == NULL)
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		rec->ngroups = i + 1;
+	}
+	return 0;
+}
+
+static int
+decode_fields(json_t *doc, struct kh_record *rec, kh_error *err)
+{
+	json_int_t v, uid, created, expires, logins;
+	const char *kind, *scope;
+
+	kind = json_string_value(json_object_get(doc, "kind"));
+	if (kind == NULL || strcmp(kind, KH_RECORD_KIND) != 0)
+		return kh_fail(err, KH_ERR_REFUSED, "not a kubehsm session record");
+	if (get_int(doc, "v", 0, INT32_MAX, &v, err) != 0)
+		return -1;
+	if (v != KH_RECORD_VERSION)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "session record version %" JSON_INTEGER_FORMAT
+			       " is not understood (this kubehsm reads version %d)",
+			       v, KH_RECORD_VERSION);
+	if (check_known_fields(doc, err) != 0)
+		return -1;
+	rec->version = (int)v;
+	if (get_int(doc, "uid", 0, (json_int_t)UINT32_MAX - 1, &uid, err) != 0 ||
+	    get_int(doc, "created", 0, INT64_MAX, &created, err) != 0 ||
+	    get_int(doc, "expires", 0, INT64_MAX, &expires, err) != 0 ||
+	    get_int(doc, "logins", 1, KH_LOGINS_MAX, &logins, err) != 0)
+		return -1;
+	rec->uid = (uid_t)uid;
+	rec->created = created;
+	rec->expires = expires;
+	rec->logins = (unsigned)logins;
+	if (expires <= created)
+		return kh_fail(err, KH_ERR_REFUSED, "record expires before it was created");
+
+	scope = json_string_value(json_object_get(doc, "scope"));
+	if (scope != NULL && strcmp(scope, "user") == 0)
+		rec->scope = KH_SCOPE_USER;
+	else if (scope != NULL && strcmp(scope, "session") == 0)
+		rec->scope = KH_SCOPE_SESSION;
+	else
+		return kh_fail(err, KH_ERR_REFUSED, "record field 'scope' is invalid");
+
+	if (get_text(doc, "user", KH_NAME_MAX, 0, &rec->user, err) != 0 ||
+	    get_text(doc, "issuer", KH_ISSUER_ID_MAX, 1, &rec->issuer_id, err) != 0 ||
+	    get_text(doc, "kube_user", KH_NAME_MAX, 0, &rec->kube_user, err) != 0 ||
+	    get_text(doc, "token_uri", KH_URI_MAX, 1, &rec->token_uri, err) != 0 ||
+	    get_pem(doc, "token_cert", &rec->token_cert_pem, err) != 0 ||
+	    get_pem(doc, "chain", &rec->cert_chain_pem, err) != 0 ||
+	    get_pem(doc, "key", &rec->key_pem, err) != 0 ||
+	    decode_groups(doc, rec, err) != 0)
+		return -1;
+	if (!issuer_id_valid(rec->issuer_id))
+		return kh_fail(err, KH_ERR_REFUSED, "record field 'issuer' is invalid");
+	return 0;
+}
+
+int
+kh_record_decode(const char *buf, size_t len, struct kh_record **out,
+		 kh_error *err)
+{
+	struct kh_record *rec;
+	json_error_t jerr;
+	json_t *doc;
+
+	*out = NULL;
+	if (len == 0 || len > KH_RECORD_MAX)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "session record size %zu is outside 1..%d bytes", len, KH_RECORD_MAX);
+	doc = json_loadb(buf, len, KH_JSON_DECODE_FLAGS, &jerr);
+	if (doc == NULL)
+		return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (%s)", jerr.text);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return kh_fail(err, KH_ERR_REFUSED, "session record is not a JSON object");
+	}
+	rec = calloc(1, sizeof(*rec));
+	if (rec == NULL) {
+		json_decref(doc);
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	}
+	if (decode_fields(doc, rec, err) != 0) {
+		json_decref(doc);
+		kh_record_free(rec);
+		return -1;
+	}
+	json_decref(doc);
+	*out = rec;
+	return 0;
+}
+
+int
+kh_record_check(const struct kh_record *rec, uid_t uid, int64_t now,
+		kh_error *err)
+{
+	if (rec->uid != uid)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "session record names uid %u, not the caller's uid %u",
+			       (unsigned)rec->uid, (unsigned)uid);
+	if (now >= rec->expires)
+		return kh_fail(err, KH_ERR_EXPIRED, "the kube session expired");
+	return 0;
+}
+
+struct kh_record *
+kh_record_dup(const struct kh_record *rec)
+{
+	struct kh_record *d = calloc(1, sizeof(*d));
+	size_t i;
+
+	if (d == NULL)
+		return NULL;
+	*d = *rec;
+	d->groups = NULL;
+	d->ngroups = 0;
+	d->user = kh_strdup_or_null(rec->user);
+	d->issuer_id = kh_strdup_or_null(rec->issuer_id);
+	d->kube_user = kh_strdup_or_null(rec->kube_user);
+	d->cert_chain_pem = kh_strdup_or_null(rec->cert_chain_pem);
+	d->key_pem = kh_strdup_or_null(rec->key_pem);
+	d->token_cert_pem = kh_strdup_or_null(rec->token_cert_pem);
+	d->token_uri = kh_strdup_or_null(rec->token_uri);
+	d->groups = calloc(rec->ngroups + 1, sizeof(char *));
+	if (d->groups == NULL)
+		goto fail;
+	for (i = 0; i < rec->ngroups; i++) {
+		d->groups[i] = strdup(rec->groups[i]);
+		if (d->groups[i] == NULL)
+			goto fail;
+		d->ngroups = i + 1;
+	}
+	if ((rec->user && !d->user) || (rec->issuer_id && !d->issuer_id) ||
+	    (rec->kube_user && !d->kube_user) || (rec->cert_chain_pem && !d->cert_chain_pem) ||
+	    (rec->key_pem && !d->key_pem) || (rec->token_cert_pem && !d->token_cert_pem) ||
+	    (rec->token_uri && !d->token_uri))
+		goto fail;
+	return d;
+fail:
+	kh_record_free(d);
+	return NULL;
+}
+
+void
+kh_record_free(struct kh_record *rec)
+{
+	size_t i;
+
+	if (rec == NULL)
+		return;
+	free(rec->user);
+	free(rec->issuer_id);
+	free(rec->kube_user);
+	for (i = 0; i < rec->ngroups; i++)
+		free(rec->groups[i]);
+	free(rec->groups);
+	free(rec->cert_chain_pem);
+	kh_secure_strfree(rec->key_pem);
+	free(rec->token_cert_pem);
+	free(rec->token_uri);
+	free(rec);
+}

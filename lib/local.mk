@@ -3,6 +3,7 @@ noinst_LTLIBRARIES += lib/libkubehsm.la
 lib_libkubehsm_la_SOURCES = \
 	lib/kh_error.c lib/kh_error.h \
 	lib/kh_mem.c lib/kh_mem.h \
+	lib/kh_json.c lib/kh_json.h \
 	$(conf_sources) \
 	$(cache_sources)
 lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \
