@@ -14,3 +14,4 @@ lib_libkubehsm_la_LIBADD = $(CRYPTO_LIBS) $(LIBCONFIG_LIBS) $(JANSSON_LIBS) \
 # Each area appends its sources in its own fragment.
 include lib/token.mk
 include lib/proto.mk
+include lib/polkit.mk

@@ -3,3 +3,4 @@ EXTRA_DIST += tests/lib/tap.sh
 include tests/integration/config.mk
 include tests/integration/cache.mk
 include tests/integration/token.mk
+include tests/integration/polkit.mk
