@@ -1,0 +1,153 @@
+#!/bin/bash
+# `kubehsm config check` against real files: the shipped sample with its
+# paths pointed at a private directory, then the mistakes an admin makes —
+# a misspelled key, a PIN file readable by others, a group-writable config,
+# a missing file — each rejected with one line naming the line or file.
+set -u
+. "${KH_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/tap.sh"
+
+need_root
+need_cmd openssl sed
+MODULE=/usr/lib/softhsm/libsofthsm2.so
+[ -e "$MODULE" ] || skip_all "needs $MODULE (apt-get install softhsm2)"
+[ -x "$KUBEHSM" ] || skip_all "kubehsm not built at $KUBEHSM"
+
+plan_auto
+
+ETC="$KH_TMP/etc/kubehsm"
+mkdir -p "$ETC"
+chmod 0755 "$KH_TMP/etc" "$ETC"
+PIN=771234-secret-pin
+
+# A throw-away user CA and issuer certificate: real PEM, nothing trusts them.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	-keyout "$KH_TMP/ca.key" -out "$ETC/users-ca.pem" -days 1 \
+	-subj "/CN=kubehsm test users CA" >/dev/null 2>&1
+ok $? "created a test CA with openssl"
+cp "$ETC/users-ca.pem" "$ETC/issuer.pem"
+printf '%s\n' "$PIN" >"$ETC/issuer.pin"
+chmod 0644 "$ETC/users-ca.pem" "$ETC/issuer.pem"
+chmod 0600 "$ETC/issuer.pin"
+
+# The shipped sample, unchanged except for where its files live.
+CONF="$ETC/kubehsm.conf"
+sed -e "s|/etc/kubehsm/|$ETC/|g" "$KH_SRCDIR/conf/kubehsm.conf" >"$CONF"
+chmod 0644 "$CONF"
+grep -q "$ETC/issuer.pin" "$CONF"
+ok $? "sample rewritten to the test directory"
+
+run "$KUBEHSM" config check "$CONF"
+is "$rc" 0 "the sample policy checks"
+[ "$rc" -eq 0 ] || diag "$err"
+like "$out" 'ttl = "8h";  # 28800 seconds' "effective ttl printed"
+like "$out" "pin_file = \"$ETC/issuer.pin\";" "PIN file path printed"
+like "$out" 'module = "/usr/lib/softhsm/libsofthsm2.so";' "issuer module defaulted from pkcs11.module"
+like "$out" 'mode = "if-available";' "polkit mode printed"
+unlike "$out$err" "$PIN" "the PIN itself is never printed"
+is "$err" "" "nothing on stderr on success"
+
+# The output is a policy in its own right.
+printf '%s\n' "$out" >"$ETC/effective.conf"
+chmod 0644 "$ETC/effective.conf"
+run "$KUBEHSM" config check "$ETC/effective.conf"
+is "$rc" 0 "the printed effective policy checks too"
+
+run "$KUBEHSM" config check --quiet "$CONF"
+is "$rc/$out" "0/" "--quiet: exit 0, no output"
+
+run env KUBEHSM_CONFIG="$CONF" "$KUBEHSM" config check
+is "$rc" 0 "FILE defaults to \$KUBEHSM_CONFIG"
+
+# A misspelled key names the line.
+BAD="$ETC/typo.conf"
+sed -e 's|^  ttl = "8h";|  ttll = "8h";|' "$CONF" >"$BAD"
+chmod 0644 "$BAD"
+line=$(grep -n 'ttll' "$BAD" | cut -d: -f1)
+run "$KUBEHSM" config check "$BAD"
+is "$rc" 1 "misspelled key: exit 1"
+like "$err" "^kubehsm: $BAD:$line: unknown key 'ttll' in section 'session' \(did you mean 'ttl'\?\)$" \
+	"misspelled key: one line naming file, line and the key"
+is "$out" "" "nothing on stdout on failure"
+is "$(printf '%s\n' "$err" | wc -l)" 1 "exactly one error line"
+
+# An out-of-range ttl names the line and the range.
+sed -e 's|^  ttl = "8h";|  ttl = "8d";|' "$CONF" >"$BAD"
+run "$KUBEHSM" config check "$BAD"
+like "$rc:$err" "^1:kubehsm: $BAD:$line: session.ttl = \"8d\" is out of range \(1m to 7d\)" "ttl 8d rejected"
+
+# The issuer PIN readable by others names the file.
+chmod 0644 "$ETC/issuer.pin"
+run "$KUBEHSM" config check "$CONF"
+is "$rc" 1 "PIN file 0644: exit 1"
+like "$err" "$ETC/issuer.pin: mode 0644 lets group/others read the issuer PIN; chmod 0600" \
+	"PIN file 0644: names the file and its mode"
+unlike "$err" "$PIN" "PIN file 0644: the PIN is not in the message"
+chmod 0600 "$ETC/issuer.pin"
+
+# A PIN file owned by someone else.
+chown nobody "$ETC/issuer.pin"
+run "$KUBEHSM" config check "$CONF"
+like "$rc:$err" "^1:.*issuer.pin: owned by uid [0-9]+" "PIN file not owned by root: rejected"
+chown root "$ETC/issuer.pin"
+
+# A config others can write.
+chmod 0664 "$CONF"
+run "$KUBEHSM" config check "$CONF"
+like "$rc:$err" "^1:kubehsm: $CONF: file $CONF has mode 0664: group/others could change the policy" \
+	"group-writable config rejected"
+chmod 0644 "$CONF"
+
+chmod 0775 "$ETC"
+run "$KUBEHSM" config check "$CONF"
+like "$rc:$err" "^1:.*directory $ETC has mode 0775" "group-writable config directory rejected"
+chmod 0755 "$ETC"
+
+# A config owned by a non-root user is not trusted, even when that user checks it.
+chown nobody "$CONF"
+run "$KUBEHSM" config check "$CONF"
+like "$rc:$err" "^1:.*owned by uid [0-9]+; it must be owned by root \(uid 0\)" "config owned by a user rejected"
+if command -v runuser >/dev/null 2>&1; then
+	run runuser -u nobody -- "$KUBEHSM" config check "$CONF"
+	like "$rc:$err" "^1:.*must be owned by root" "... also when that user runs the check"
+	chown root "$CONF"
+	run runuser -u nobody -- "$KUBEHSM" config check "$CONF"
+	is "$rc" 0 "an unprivileged user can check a root-owned policy (the PIN file is never opened for reading)"
+	[ "$rc" -eq 0 ] || diag "unprivileged check: $err"
+else
+	chown root "$CONF"
+	skip "runuser not available"
+	skip "runuser not available"
+fi
+
+# Missing files are named with their line.
+rm "$ETC/users-ca.pem"
+ca_line=$(grep -n '^  ca_file' "$CONF" | cut -d: -f1)
+run "$KUBEHSM" config check "$CONF"
+like "$rc:$err" "^1:kubehsm: $CONF:$ca_line: trust.ca_file $ETC/users-ca.pem: No such file or directory$" \
+	"missing CA file: exit 1 naming line and file"
+cp "$ETC/issuer.pem" "$ETC/users-ca.pem"
+
+run "$KUBEHSM" config check "$ETC/does-not-exist.conf"
+like "$rc:$err" "^1:kubehsm: $ETC/does-not-exist.conf: cannot open: No such file or directory$" \
+	"missing config file: exit 1"
+
+# Symlinked config: refused, not followed.
+ln -s "$CONF" "$ETC/link.conf"
+run "$KUBEHSM" config check "$ETC/link.conf"
+like "$rc:$err" "^1:.*symbolic link" "symlinked config refused"
+
+# Command line.
+run "$KUBEHSM" config check --help
+like "$rc:$out" "^0:Usage: kubehsm config check" "config check --help"
+run "$KUBEHSM" config --help
+is "$rc" 0 "config --help"
+run "$KUBEHSM" config
+is "$rc" 2 "config without a subcommand: usage error"
+run "$KUBEHSM" config frobnicate
+is "$rc" 2 "unknown config subcommand: usage error"
+run "$KUBEHSM" config check --bogus "$CONF"
+like "$rc:$err" "^2:kubehsm: config check: unknown option '--bogus'" "unknown option: usage error"
+run "$KUBEHSM" config check "$CONF" "$CONF"
+is "$rc" 2 "two files: usage error"
+
+done_testing
