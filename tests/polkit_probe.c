@@ -2,9 +2,11 @@
  * polkit_probe — drive kh_polkit_check from the integration tests.
  *
  *   polkit_probe [-t MS] MODE ACTION PID UID [KEY VALUE]...
+ *   polkit_probe -l MODE PID UID SERVICE USER SERIAL KUBE_USER [GROUP]...
  *
- * MODE is required | if-available | off.  Prints one line:
- *   "authorized", "authorized (polkit unreachable: <log line>)",
+ * MODE is required | if-available | off.  -l goes through
+ * kh_polkit_check_login (org.kubehsm.cache-credentials).  Prints one line:
+ *   "authorized", "authorized (<log line>)" when polkit was unreachable,
  *   "denied: <why>" or "error: <why>",
  * and exits 0, 1 or 2 respectively.
  */
@@ -21,7 +23,8 @@
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: polkit_probe [-t MS] required|if-available|off ACTION PID UID [KEY VALUE]...\n");
+	fprintf(stderr, "usage: polkit_probe [-t MS] MODE ACTION PID UID [KEY VALUE]...\n"
+		"       polkit_probe -l MODE PID UID SERVICE USER SERIAL KUBE_USER [GROUP]...\n");
 	return 2;
 }
 
@@ -53,6 +56,52 @@ parse_ulong(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+static int
+report(int rc, bool unreachable, const kh_error *err)
+{
+	if (rc == 1 && unreachable) {
+		printf("authorized (%s)\n", err->msg);
+		return 0;
+	}
+	if (rc == 1) {
+		printf("authorized\n");
+		return 0;
+	}
+	if (rc == 0) {
+		printf("denied: %s\n", err->msg);
+		return 1;
+	}
+	printf("error: [%s] %s\n", kh_errcode_name(err->code), err->msg);
+	return 2;
+}
+
+/* -l MODE PID UID SERVICE USER SERIAL KUBE_USER [GROUP]... */
+static int
+probe_login(int argc, char **argv)
+{
+	struct kh_polkit_login login;
+	enum kh_polkit_mode mode;
+	unsigned long pid, uid;
+	bool unreachable = false;
+	kh_error err;
+	int rc;
+
+	kh_error_clear(&err);
+	if (argc < 9 || parse_mode(argv[2], &mode) < 0 ||
+	    parse_ulong(argv[3], INT_MAX, &pid) < 0 ||
+	    parse_ulong(argv[4], INT_MAX, &uid) < 0)
+		return usage();
+	login.service = argv[5];
+	login.user = argv[6];
+	login.token_serial = argv[7];
+	login.kube_user = argv[8];
+	login.kube_groups = (const char *const *)&argv[9];
+	login.nkube_groups = (size_t)(argc - 9);
+	rc = kh_polkit_check_login(mode, (pid_t)pid, (uid_t)uid, &login,
+				   &unreachable, &err);
+	return report(rc, unreachable, &err);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -63,6 +112,8 @@ main(int argc, char **argv)
 	int rc, i = 1;
 
 	kh_error_clear(&err);
+	if (argc > 1 && strcmp(argv[1], "-l") == 0)
+		return probe_login(argc, argv);
 	if (argc > 2 && strcmp(argv[1], "-t") == 0) {
 		if (parse_ulong(argv[2], 600000, &timeout_ms) < 0)
 			return usage();
@@ -79,18 +130,5 @@ main(int argc, char **argv)
 	rc = kh_polkit_check_timeout(mode, argv[i + 1], (pid_t)pid, (uid_t)uid,
 				     (const char *const *)&argv[i + 4],
 				     (unsigned)timeout_ms, &unreachable, &err);
-	if (rc == 1 && unreachable) {
-		printf("authorized (polkit unreachable: %s)\n", err.msg);
-		return 0;
-	}
-	if (rc == 1) {
-		printf("authorized\n");
-		return 0;
-	}
-	if (rc == 0) {
-		printf("denied: %s\n", err.msg);
-		return 1;
-	}
-	printf("error: [%s] %s\n", kh_errcode_name(err.code), err.msg);
-	return 2;
+	return report(rc, unreachable, &err);
 }

@@ -20,8 +20,11 @@ probe() {
 	t0=$(date +%s%N)
 	run timeout 20 "$PROBE" "$@"
 	t1=$(date +%s%N)
+	ALL_ERR+=$err
 	ms=$(((t1 - t0) / 1000000))
 }
+
+ALL_ERR=
 
 # A non-root user and a process of theirs: the subject of most checks.
 USER_NAME=khpk$$
@@ -37,7 +40,7 @@ _pk_wait_for 5 test "$(stat -c %u /proc/$SUBJ 2>/dev/null)" = "$USER_UID" ||
 
 DETAILS=(service sshd user "$USER_NAME" token_serial 0001 kube_user "$USER_NAME")
 
-plan 25
+plan 30
 
 polkit_start || { fail "polkitd on a private system bus is ready"; exit 1; }
 pass "polkitd on a private system bus is ready ($POLKIT_BUS_ADDRESS)"
@@ -60,8 +63,16 @@ polkit.addRule(function(action, subject) {
 	if (action.id == '$CACHE' && subject.user == '$USER_NAME' &&
 	    (action.lookup('kube_groups') || '').split(',').indexOf('blocked') >= 0)
 		return polkit.Result.NO;
+});
+// Every detail of kh_polkit_check_login, under its documented name.
+polkit.addRule(function(action, subject) {
+	if (action.id == '$CACHE' && subject.user == '$USER_NAME' &&
+	    action.lookup('service') == 'khsvc' && action.lookup('user') == '$USER_NAME' &&
+	    action.lookup('token_serial') == 'SER-1' && action.lookup('kube_user') == 'kube-$USER_NAME' &&
+	    action.lookup('kube_groups') == 'a,b')
+		return polkit.Result.NO;
 });"
-ok $? "rule on kube_groups loaded"
+ok $? "rules on kube_groups and on all login details loaded"
 
 probe required $CACHE "$SUBJ" "$USER_UID" "${DETAILS[@]}" kube_groups dev,blocked
 is "$rc" 1 "rule on the kube_groups detail: denied"
@@ -72,6 +83,15 @@ is "$rc:$out" "0:authorized" "same rule, other groups: authorized"
 
 probe required $CACHE $$ 0 "${DETAILS[@]}" kube_groups blocked
 is "$rc:$out" "0:authorized" "same rule, root subject: still authorized"
+
+probe -l required "$SUBJ" "$USER_UID" khsvc "$USER_NAME" SER-1 "kube-$USER_NAME" a b
+is "$rc" 1 "kh_polkit_check_login: service, user, token_serial, kube_user, kube_groups reach the rule"
+probe -l required "$SUBJ" "$USER_UID" khsvc "$USER_NAME" SER-2 "kube-$USER_NAME" a b
+is "$rc:$out" "0:authorized" "kh_polkit_check_login: another token serial is authorized"
+probe -l required "$SUBJ" "$USER_UID" sshd "$USER_NAME" SER-1 "kube-$USER_NAME" dev blocked
+is "$rc" 1 "kh_polkit_check_login: group list joined with ','"
+probe -l required "$SUBJ" "$USER_UID" sshd "$USER_NAME" SER-1 "kube-$USER_NAME" "dev,blocked"
+like "$rc:$out" "^2:error: \[input\].*contains ','" "a group name with ',' is refused, not smuggled"
 
 polkit_del_rule 50-kubehsm-blocked
 polkit_add_rule 50-kubehsm-user "
@@ -143,3 +163,5 @@ diag "no bus, if-available: $out"
 # subject that does not exist would all be errors if it did.
 DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/kubehsm probe off $CACHE 999999999 "$USER_UID"
 is "$rc:$out" "0:authorized" "mode off: authorized without contacting anything"
+
+is "$ALL_ERR" "" "no GLib warning or critical reached stderr in any probe"

@@ -3,3 +3,4 @@ include tests/unit/policy.mk
 include tests/unit/cache.mk
 include tests/unit/token.mk
 include tests/unit/proto.mk
+include tests/unit/polkit.mk
