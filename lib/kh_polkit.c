@@ -103,12 +103,14 @@ kh_pk_call_begin(struct kh_pk_call *call, unsigned timeout_ms)
 static void
 kh_pk_call_end(struct kh_pk_call *call)
 {
+	int i;
+
 	g_source_destroy(call->deadline);
 	g_source_unref(call->deadline);
 	g_source_destroy(call->giveup);
 	g_source_unref(call->giveup);
 	/* Let already-queued completions (e.g. a proxy's signal unsubscription) run. */
-	while (g_main_context_iteration(call->ctx, FALSE))
+	for (i = 0; i < 64 && g_main_context_iteration(call->ctx, FALSE); i++)
 		;
 	g_main_context_pop_thread_default(call->ctx);
 	g_main_context_unref(call->ctx);

@@ -106,7 +106,7 @@ _pk_private_bus() {
 	dbus-daemon --config-file="$_pk_dir/bus.conf" --nofork --nopidfile --nosyslog \
 		>"$_pk_dir/dbus.log" 2>&1 &
 	_pk_bus_pid=$!
-	on_exit "_pk_kill $_pk_bus_pid"
+	on_exit "_pk_stop_bus"
 }
 
 _pk_system_bus() {
@@ -114,7 +114,20 @@ _pk_system_bus() {
 	_pk_bus_answers >/dev/null 2>&1 && return 0
 	mkdir -p /run/dbus
 	_pk_bus_pid=$(dbus-daemon --system --fork --print-pid) || return 1
-	on_exit "_pk_kill $_pk_bus_pid"
+	on_exit "_pk_stop_bus"
+}
+
+# dbus-daemon --system leaves its pid file behind, and the next one refuses
+# to start while it exists: remove it (and the socket) if they are ours.
+_pk_stop_bus() {
+	local pid=$_pk_bus_pid
+	[ -n "$pid" ] || return 0
+	_pk_kill "$pid"
+	_pk_bus_pid=
+	if [ "$POLKIT_BUS_ADDRESS" = "unix:path=$KH_POLKIT_SYSTEM_SOCKET" ] &&
+	   [ "$(cat /run/dbus/pid 2>/dev/null)" = "$pid" ]; then
+		rm -f /run/dbus/pid "$KH_POLKIT_SYSTEM_SOCKET"
+	fi
 }
 
 _pk_install_actions() {
@@ -170,8 +183,7 @@ polkit_stop_daemon() {
 
 polkit_stop() {
 	[ "$POLKITD_OURS" = 1 ] && polkit_stop_daemon
-	if [ -n "$_pk_bus_pid" ]; then _pk_kill "$_pk_bus_pid"; _pk_bus_pid=; fi
-	return 0
+	_pk_stop_bus
 }
 
 # polkitd's own process (uid polkitd, never root) with a marker detail:
