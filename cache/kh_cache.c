@@ -12,8 +12,12 @@
  *      record of the same description in one atomic keyring edit;
  *   6. drops the staging keyring.
  * For scope "user" the destination is the uid's user keyring.  The kernel
- * resolves KEY_SPEC_USER_KEYRING from the *real* uid, so root switches only
- * its real uid for that call (as pam_keyinit does) and switches back.
+ * resolves KEY_SPEC_USER_KEYRING from the *real* uid and checks permissions
+ * against the fs (effective) uid, so for every operation on a user's keyring
+ * root takes the user's real and effective uid, keeping root as saved uid to
+ * return (as pam_keyinit does).  Acting with the user's own permissions,
+ * rather than through possession, works whatever session keyring the
+ * calling process has.
  *
  * The reader (the user) finds the key, then checks what the kernel says of
  * it (owner, permissions) before it trusts a byte of the payload.
@@ -39,6 +43,7 @@
 #define KH_DESC_MAX 96
 #define KH_ENDED_MIN_TIMEOUT 60
 #define KH_READ_RETRIES 3
+#define KH_QUOTA_RETRIES 14     /* ~1 s of backoff in all */
 
 /* Any of these bits would let the holder change the record. */
 #define KH_PERM_MUTATE (KEY_POS_WRITE | KEY_POS_SETATTR | KEY_USR_WRITE | KEY_USR_SETATTR)
@@ -86,9 +91,9 @@ ruid_switch_to(uid_t uid, struct ruid_switch *s, kh_error *err)
 	s->active = 0;
 	if (getresuid(&s->ruid, &s->euid, &s->suid) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "getresuid: %s", strerror(errno));
-	if (s->ruid == uid)
+	if (s->ruid == uid && s->euid == uid)
 		return 0;
-	if (setresuid(uid, (uid_t)-1, (uid_t)-1) != 0)
+	if (setresuid(uid, uid, (uid_t)-1) != 0)
 		return kh_fail(err, KH_ERR_PERM, "cannot act on uid %u's keyring: %s",
 			       (unsigned)uid, strerror(errno));
 	s->active = 1;
@@ -101,7 +106,7 @@ ruid_restore(struct ruid_switch *s, kh_error *err)
 	if (!s->active)
 		return 0;
 	s->active = 0;
-	if (setresuid(s->ruid, (uid_t)-1, (uid_t)-1) != 0)
+	if (setresuid(s->ruid, s->euid, (uid_t)-1) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot restore the real uid: %s",
 			       strerror(errno));
 	return 0;
@@ -176,6 +181,30 @@ link_into_destination(key_serial_t key, const struct handoff *h, kh_error *err)
 	return 0;
 }
 
+/*
+ * The kernel frees a displaced record asynchronously (key garbage
+ * collection), so right after a replacement the old record may still be
+ * charged to the user.  A quota failure that is only that backlog clears
+ * within milliseconds; a quota that is really full fails after ~1 s.
+ */
+static int
+chown_to_user(key_serial_t key, uid_t uid)
+{
+	struct timespec pause = { 0, 0 };
+	int attempt;
+
+	for (attempt = 0; attempt < KH_QUOTA_RETRIES; attempt++) {
+		if (keyctl_chown(key, uid, (gid_t)-1) == 0)
+			return 0;
+		if (errno != EDQUOT)
+			return -1;
+		pause.tv_nsec = 10000000L * (attempt + 1);   /* 10, 20, ... ms */
+		(void)nanosleep(&pause, NULL);
+	}
+	errno = EDQUOT;
+	return -1;
+}
+
 /* Steps 1–6 above.  On any failure nothing visible to the user changed. */
 static key_serial_t
 hand_off(const struct handoff *h, kh_error *err)
@@ -191,7 +220,7 @@ hand_off(const struct handoff *h, kh_error *err)
 		goto out;
 	}
 	if (keyctl_set_timeout(key, (unsigned)h->timeout) != 0 ||
-	    keyctl_chown(key, h->uid, (gid_t)-1) != 0 ||
+	    chown_to_user(key, h->uid) != 0 ||
 	    keyctl_setperm(key, h->perm) != 0) {
 		keyring_fail(err, errno, "handing the session key to the user");
 		(void)keyctl_invalidate(key);
@@ -389,38 +418,50 @@ store_key(const char *kind, const struct kh_record *rec, const void *payload,
 	return hand_off(&h, err) < 0 ? -1 : 0;
 }
 
-/* Find a key of ours in a scope's keyring, as root on behalf of uid. */
-static key_serial_t
-root_search(uid_t uid, enum kh_scope scope, const char *desc, kh_error *err)
+/*
+ * Root acting on a user's keys: for scope user, with the user's uids (see
+ * the top of this file); for scope session, the login's session keyring is
+ * root's own, so possession already grants what is needed.
+ */
+static int
+act_as_user(uid_t uid, enum kh_scope scope, struct ruid_switch *sw, kh_error *err)
 {
-	struct ruid_switch sw;
-	key_serial_t k;
-	int e;
-
+	sw->active = 0;
 	if (scope == KH_SCOPE_SESSION)
-		return keyctl_search(KEY_SPEC_SESSION_KEYRING, "user", desc, 0);
-	if (ruid_switch_to(uid, &sw, err) != 0)
-		return -1;
-	k = keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0);
-	e = errno;
-	if (ruid_restore(&sw, err) != 0)
-		return -1;
-	errno = e;
-	return k;
+		return 0;
+	return ruid_switch_to(uid, sw, err);
 }
 
-/* Invalidate whatever key of this kind the uid has in the scope (root). */
+static key_serial_t
+scope_search(enum kh_scope scope, const char *desc)
+{
+	return keyctl_search(scope == KH_SCOPE_SESSION ? KEY_SPEC_SESSION_KEYRING
+			     : KEY_SPEC_USER_KEYRING, "user", desc, 0);
+}
+
+/* Invalidate the key of this kind, if any.  Call while acting as the user. */
 static void
-root_drop(uid_t uid, enum kh_scope scope, const char *kind, const char *issuer_id)
+drop_kind(enum kh_scope scope, const char *kind, const char *issuer_id)
 {
 	char desc[KH_DESC_MAX];
 	key_serial_t k;
 
 	if (kh_record_description(kind, issuer_id, desc, sizeof(desc), NULL) != 0)
 		return;
-	k = root_search(uid, scope, desc, NULL);
+	k = scope_search(scope, desc);
 	if (k >= 0)
 		(void)keyctl_invalidate(k);
+}
+
+static void
+root_drop(uid_t uid, enum kh_scope scope, const char *kind, const char *issuer_id)
+{
+	struct ruid_switch sw;
+
+	if (act_as_user(uid, scope, &sw, NULL) != 0)
+		return;
+	drop_kind(scope, kind, issuer_id);
+	(void)ruid_restore(&sw, NULL);
 }
 
 static int
@@ -458,6 +499,7 @@ kh_cache_store(const struct kh_record *rec, const char *pin, kh_error *err)
 
 /* ---- login accounting --------------------------------------------------- */
 
+/* The uid's current valid record in a scope, or NULL (root). */
 static struct kh_record *
 root_load(uid_t uid, enum kh_scope scope, const char *issuer_id, key_serial_t *key)
 {
@@ -465,24 +507,19 @@ root_load(uid_t uid, enum kh_scope scope, const char *issuer_id, key_serial_t *k
 	struct kh_record *rec = NULL;
 	struct ruid_switch sw;
 	key_serial_t k;
-	int rc;
 
 	if (kh_record_description("session", issuer_id, desc, sizeof(desc), NULL) != 0)
 		return NULL;
-	k = root_search(uid, scope, desc, NULL);
-	if (k < 0)
+	if (act_as_user(uid, scope, &sw, NULL) != 0)
 		return NULL;
-	/* Reading goes through possession of the user keyring: switch again. */
-	if (scope == KH_SCOPE_USER && ruid_switch_to(uid, &sw, NULL) != 0)
-		return NULL;
-	rc = load_record(k, uid, issuer_id, &rec, NULL);
-	if (scope == KH_SCOPE_USER && ruid_restore(&sw, NULL) != 0) {
+	k = scope_search(scope, desc);
+	if (k >= 0 && load_record(k, uid, issuer_id, &rec, NULL) != 0)
+		rec = NULL;
+	if (ruid_restore(&sw, NULL) != 0) {
 		kh_record_free(rec);
 		return NULL;
 	}
-	if (rc != 0)
-		return NULL;
-	if (key != NULL)
+	if (rec != NULL && key != NULL)
 		*key = k;
 	return rec;
 }
@@ -534,9 +571,21 @@ static int
 root_revoke(uid_t uid, enum kh_scope scope, const char *issuer_id,
 	    key_serial_t key, int64_t expires, kh_error *err)
 {
-	if (keyctl_invalidate(key) != 0)
-		return keyring_fail(err, errno, "revoking the session key");
-	root_drop(uid, scope, "pin", issuer_id);
+	struct ruid_switch sw;
+	int rc = 0, e = 0;
+
+	if (act_as_user(uid, scope, &sw, err) != 0)
+		return -1;
+	if (keyctl_invalidate(key) != 0) {
+		e = errno;
+		rc = -1;
+	} else {
+		drop_kind(scope, "pin", issuer_id);
+	}
+	if (ruid_restore(&sw, err) != 0)
+		return -1;
+	if (rc != 0)
+		return keyring_fail(err, e, "revoking the session key");
 	/* The marker only improves the reader's message; losing it is harmless. */
 	(void)mark_ended(uid, scope, issuer_id, expires, NULL);
 	return 0;
@@ -838,6 +887,7 @@ list_user_keyring(uid_t uid, struct kh_cache_entry **list, size_t *n,
 	void *raw = NULL;
 	int rc = 0;
 
+	sw.active = 0;
 	if (geteuid() == 0 && ruid_switch_to(uid, &sw, err) != 0)
 		return -1;
 	count = keyctl_read_alloc(KEY_SPEC_USER_KEYRING, &raw);
@@ -849,7 +899,7 @@ list_user_keyring(uid_t uid, struct kh_cache_entry **list, size_t *n,
 		}
 	}
 	free(raw);
-	if (geteuid() == 0 && ruid_restore(&sw, rc == 0 ? err : NULL) != 0)
+	if (ruid_restore(&sw, rc == 0 ? err : NULL) != 0)
 		rc = -1;
 	return rc;
 }

@@ -91,10 +91,8 @@ unlike() {
 run() {
 	local o e
 	o=$(mktemp "$KH_TMP/out.XXXXXX"); e=$(mktemp "$KH_TMP/err.XXXXXX")
-	set +e
 	"$@" >"$o" 2>"$e"
 	rc=$?
-	set -e 2>/dev/null || true
 	out=$(cat "$o"); err=$(cat "$e")
 	rm -f "$o" "$e"
 	return 0

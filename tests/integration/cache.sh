@@ -1,0 +1,219 @@
+#!/bin/bash
+# The keyring cache on the real kernel keyring, with real users.
+. "$KH_SRCDIR/tests/lib/tap.sh"
+. "$KH_SRCDIR/tests/lib/users.sh"
+need_root
+need_cmd keyctl setpriv useradd openssl gdb su
+
+PROBE="$KH_BUILDDIR/tests/cache_probe"
+[ -x "$PROBE" ] || skip_all "tests/cache_probe not built"
+chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/tests" 2>/dev/null || true
+
+make_user alice
+make_user bob
+A=$(uid_of "$alice"); B=$(uid_of "$bob")
+
+# Realistic material: an EC session key, two certificates, an RSA token cert.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=issuer \
+	-keyout "$KH_TMP/issuer.key" -out "$KH_TMP/issuer.pem" -days 2 2>/dev/null
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$alice/O=dev/O=ops" \
+	-keyout "$KH_TMP/session.key" -out "$KH_TMP/session.pem" -days 1 2>/dev/null
+openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=$alice" \
+	-keyout "$KH_TMP/token.key" -out "$KH_TMP/token.pem" -days 365 2>/dev/null
+cat "$KH_TMP/session.pem" "$KH_TMP/issuer.pem" >"$KH_TMP/chain.pem"
+MAT=(--chain "$KH_TMP/chain.pem" --key "$KH_TMP/session.key" --token-cert "$KH_TMP/token.pem" --groups dev,ops)
+
+find_as() { local who=$1; shift; run "$@" "$PROBE" find; }
+
+# --- store and read back from every kind of process of the user -----------
+run "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}"
+is "$rc" 0 "root stores alice's record (scope user)" || diag "$err"
+size=$("$PROBE" size "${MAT[@]}")
+diag "a typical record (EC P-256 session key, 2-cert chain, RSA-2048 token cert): $size bytes"
+ok $(( size <= 6144 ? 0 : 1 )) "a typical record fits in 6 KiB ($size bytes)"
+
+run as_user "$alice" "$PROBE" find
+like "$out" "^ok uid=$A user=$alice logins=1 " "alice reads it from a fresh session keyring of hers"
+run as_user_inherit "$alice" "$PROBE" find
+like "$out" "^ok uid=$A " "alice reads it from a process with no session keyring of hers"
+run su -s /bin/bash "$alice" -c "$PROBE find"
+like "$out" "^ok uid=$A " "alice reads it after su"
+run su -l -s /bin/bash "$alice" -c "$PROBE find"
+like "$out" "^ok uid=$A " "alice reads it from a login shell (su -l, pam_keyinit)"
+
+# --- the kernel says what it must -----------------------------------------
+KEY=$(as_user "$alice" keyctl search @u user kubehsm:session:v1)
+desc=$(as_user "$alice" keyctl rdescribe "$KEY")
+is "$desc" "user;$A;$(id -g root);1b0b0000;kubehsm:session:v1" \
+	"the key is owned by alice, read-only for her, invisible to others"
+# /proc/keys lists only what the reader may view: read it as alice.
+exp=$(as_user "$alice" awk -v k="$(printf '%08x' "$KEY")" '$1 == k {print $4}' /proc/keys)
+like "$exp" '^(9|10)m$' "the kernel timeout is the time left to expiry (600 s -> $exp)"
+
+# --- alice cannot change it ------------------------------------------------
+run as_user "$alice" keyctl update "$KEY" forged
+isnt "$rc" 0 "alice cannot update her record"
+run as_user "$alice" keyctl setperm "$KEY" 0x3f3f0000
+isnt "$rc" 0 "alice cannot re-permission her record"
+run as_user "$alice" keyctl timeout "$KEY" 999999
+isnt "$rc" 0 "alice cannot stretch its timeout"
+run as_user "$alice" keyctl chown "$KEY" "$B"
+isnt "$rc" 0 "alice cannot give it away"
+
+# --- bob sees nothing --------------------------------------------------------
+run as_user "$bob" "$PROBE" find
+like "$out" "^miss absent" "bob has no session of his own"
+run as_user "$bob" keyctl print "$KEY"
+isnt "$rc" 0 "bob cannot read alice's key by its serial"
+run as_user "$bob" keyctl describe "$KEY"
+isnt "$rc" 0 "bob cannot even see alice's key"
+run as_user "$bob" keyctl invalidate "$KEY"
+isnt "$rc" 0 "bob cannot invalidate alice's key"
+run as_user "$bob" "$PROBE" revoke "$A"
+like "$err" "only root" "bob cannot revoke alice's session through kubehsm"
+run as_user "$bob" "$PROBE" list "$A"
+isnt "$rc" 0 "bob cannot list alice's sessions"
+run as_user "$alice" "$PROBE" find
+like "$out" "^ok uid=$A " "alice's session is untouched by bob's attempts"
+
+# --- listing ----------------------------------------------------------------
+run "$PROBE" list all
+like "$out" "^$A kubehsm:session:v1 none$" "root lists alice's session (without its key)"
+run as_user "$alice" "$PROBE" list
+like "$out" "^$A kubehsm:session:v1 none$" "alice lists her own session"
+run as_user "$alice" "$PROBE" list all
+isnt "$rc" 0 "alice cannot list everyone's sessions"
+
+# --- login accounting -------------------------------------------------------
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" find
+like "$out" "logins=2 " "a second login of alice replaces the record and counts 2"
+n=$(as_user "$alice" keyctl rlist @u | tr ' ' '\n' | while read -r k; do
+	as_user "$alice" keyctl rdescribe "$k" 2>/dev/null; echo; done | grep -c ';kubehsm:session:v1$')
+is "$n" 1 "still exactly one record in alice's keyring"
+run "$PROBE" logout "$A" user
+is "$out" "kept" "closing one of two logins keeps the session"
+run as_user "$alice" "$PROBE" find
+like "$out" "logins=1 " "and counts one login left"
+run "$PROBE" logout "$A" user
+is "$out" "removed" "closing the last login removes the session"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss revoked" "alice is told her session was ended"
+
+# --- expiry -----------------------------------------------------------------
+"$PROBE" store "$A" "$alice" user 2 "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" find
+like "$out" "^ok " "a 2-second session is served while valid"
+sleep 3
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss (expired|absent)" "and not once it has expired ($out)"
+# A record whose own expiry has passed while the kernel still holds it.
+"$PROBE" store "$A" "$alice" user 600 --expires-in 1 "${MAT[@]}" >/dev/null
+sleep 2
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss expired" "the reader checks the record's expiry itself"
+
+# --- revocation -------------------------------------------------------------
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+run "$PROBE" revoke "$A"
+is "$out" "revoked" "root revokes alice's session"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss revoked" "a revoked session is not served"
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" revoke "$A"
+is "$out" "revoked" "alice ends her own session (logout)"
+run as_user_inherit "$alice" "$PROBE" find
+like "$out" "^miss revoked" "and it is gone for all her processes"
+
+# --- forged and tampered records are refused --------------------------------
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+good=$(as_user "$alice" sh -c 'keyctl print $(keyctl search @u user kubehsm:session:v1)')
+printf '%s' "$good" | sed "s/\"uid\":$A/\"uid\":$B/" >"$KH_TMP/other-uid.json"
+printf '%s' "$good" | sed 's/"v":1/"v":2/' >"$KH_TMP/v2.json"
+printf '%s' "$good" | head -c 300 >"$KH_TMP/truncated.json"
+printf '%s' "$good" >"$KH_TMP/good.json"
+forge() { "$PROBE" forge "$@" >/dev/null; }
+forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/other-uid.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*uid $B" "a record naming another uid is refused"
+forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/v2.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*version 2" "a record of an unknown version is refused"
+forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/truncated.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*malformed" "a truncated record is refused"
+forge "$A" "$A" kubehsm:session:v1 0b0f0000 600 "$KH_TMP/good.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*writable" "a record alice could write is refused"
+forge "$A" "$A" kubehsm:session:v1 0b0b0b0b 600 "$KH_TMP/good.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*other users" "a record visible to others is refused"
+forge 0 "$A" kubehsm:session:v1 0b000000 600 "$KH_TMP/good.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*(owned by uid 0|permission denied)" "a record owned by someone else is refused"
+# alice planting her own record in her session keyring is refused too.
+run as_user "$alice" sh -c "keyctl padd user kubehsm:session:v1 @s <'$KH_TMP/good.json' >/dev/null && '$PROBE' find"
+like "$out" "^miss refused.*writable" "a record alice made herself is refused"
+
+# --- session scope ----------------------------------------------------------
+"$PROBE" revoke "$A" >/dev/null
+run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
+	setpriv --reuid=$A --regid=$(id -g "$alice") --init-groups '$PROBE' find"
+like "$out" "^ok uid=$A " "a session-scope record is served inside its login"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss (absent|revoked)" "and is invisible from another login of the same user"
+run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
+	'$PROBE' logout $A session && setpriv --reuid=$A --regid=$(id -g "$alice") --init-groups '$PROBE' find"
+like "$out" "^removed" "closing a session-scope login removes its record"
+like "$out" "miss (revoked|absent)" "after which it is not served inside that login either"
+
+# --- the PIN, only when asked, in its own key --------------------------------
+"$PROBE" login "$A" "$alice" user 600 --pin 'KHPIN-4711' "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" pin
+is "$out" "pin KHPIN-4711" "with cache_pin the user's processes get the PIN"
+run as_user "$alice" sh -c 'keyctl print $(keyctl search @u user kubehsm:session:v1)'
+unlike "$out" "KHPIN-4711" "the PIN is not in the session record"
+run as_user "$bob" "$PROBE" pin
+isnt "$rc" 0 "bob gets no PIN"
+PK=$(as_user "$alice" keyctl search @u user kubehsm:pin:v1)
+is "$(as_user "$alice" keyctl rdescribe "$PK" | cut -d';' -f2,4)" "$A;1b0b0000" "the PIN key is alice's and read-only"
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" pin
+isnt "$rc" 0 "a login without cache_pin removes the earlier PIN key"
+
+# --- concurrent writers ------------------------------------------------------
+"$PROBE" revoke "$A" >/dev/null
+for i in $(seq 1 50); do "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >"$KH_TMP/c$i.out" 2>&1 & done
+wait
+fails=$(cat "$KH_TMP"/c*.out | grep -c error || true)
+is "$fails" 0 "50 concurrent logins all succeed"
+run as_user "$alice" "$PROBE" find
+like "$out" "^ok uid=$A user=$alice logins=50 " "they leave one valid record that counted all 50"
+n=$(as_user "$alice" keyctl rlist @u | tr ' ' '\n' | while read -r k; do
+	as_user "$alice" keyctl rdescribe "$k" 2>/dev/null; echo; done | grep -c ';kubehsm:session:v1$')
+is "$n" 1 "exactly one record key remains"
+
+# --- quota -------------------------------------------------------------------
+before=$(as_user "$alice" "$PROBE" find)
+as_user "$alice" bash -c 'for i in $(seq 1 60); do head -c 1500 /dev/zero | tr "\0" x | keyctl padd user filler$i @u >/dev/null 2>&1 || break; done'
+run "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}"
+like "$err" "quota is full" "a full key quota gives a clear error"
+after=$(as_user "$alice" "$PROBE" find)
+is "$after" "$before" "and leaves the previous record intact"
+as_user "$alice" bash -c 'for i in $(seq 1 60); do keyctl unlink $(keyctl search @u user filler$i 2>/dev/null) @u >/dev/null 2>&1; done' || true
+
+# --- secrets do not linger in memory -----------------------------------------
+"$PROBE" store "$A" "$alice" user 600 >/dev/null     # dummy key with a marker
+as_user_inherit "$alice" "$PROBE" find --pause >"$KH_TMP/pause.out" 2>&1 &
+for _ in $(seq 1 50); do grep -q paused "$KH_TMP/pause.out" && break; sleep 0.1; done
+pid=$(pgrep -u "$A" -f "cache_probe find --pause" | head -1)
+gcore -o "$KH_TMP/core" "$pid" >/dev/null 2>&1
+kill "$pid" 2>/dev/null; wait 2>/dev/null
+if [ -s "$KH_TMP/core.$pid" ]; then
+	n=$(grep -c -a KHTESTSECRETKEYMARKER "$KH_TMP/core.$pid" || true)
+	is "$n" 0 "no copy of the session key is left in the reader's memory after use"
+else
+	fail "could not dump the reader's memory (gcore)"
+fi
+
+done_testing
