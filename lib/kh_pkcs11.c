@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -58,6 +59,7 @@ struct kh_p11 *
 kh_p11_open(const char *path, kh_error *err)
 {
 	struct kh_p11 *p;
+	void *dl;
 
 	if (path == NULL || path[0] == '\0') {
 		kh_fail(err, KH_ERR_CONFIG, "no PKCS#11 module configured");
@@ -74,16 +76,30 @@ kh_p11_open(const char *path, kh_error *err)
 		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot create a PKCS#11 context");
 		goto fail;
 	}
+	/* Try the module ourselves first: libp11 writes dlerror() to stderr
+	 * (the PAM host's terminal) and reports only "unable to load".  Our
+	 * handle also keeps the library mapped while libp11 loads it. */
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (dl == NULL) {
+		const char *why = dlerror();
+
+		kh_fail(err, KH_ERR_TOKEN, "cannot load PKCS#11 module %s: %s", path,
+			why != NULL ? why : "unknown error");
+		goto fail;
+	}
+	if (dlsym(dl, "C_GetFunctionList") == NULL) {
+		kh_fail(err, KH_ERR_TOKEN, "%s is not a PKCS#11 module (no C_GetFunctionList)", path);
+		dlclose(dl);
+		goto fail;
+	}
 	ERR_clear_error();
 	if (PKCS11_CTX_load(p->ctx, path) != 0) {
-		kh_fail_ssl(err, KH_ERR_TOKEN, "cannot load PKCS#11 module %s", path);
+		kh_fail_ssl(err, KH_ERR_TOKEN, "cannot initialise PKCS#11 module %s", path);
+		dlclose(dl);
 		goto fail;
 	}
+	dlclose(dl);
 	p->loaded = true;
-	if (PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots) != 0) {
-		kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", path);
-		goto fail;
-	}
 	return p;
 fail:
 	kh_p11_close(p);
@@ -149,12 +165,17 @@ kh_p11_find_token(struct kh_p11 *p, const char *label,
 		return kh_fail(err, KH_ERR_INPUT, "no token label given");
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
-	/* Re-read the slot list: the token may have been inserted since the
-	 * module was loaded, and the PIN flags must be current. */
-	ERR_clear_error();
-	if (PKCS11_update_slots(p->ctx, &p->slots, &p->nslots) != 0)
-		return kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);
+	/* Read the slot list afresh: the token may have been inserted since
+	 * the module was loaded, and the PIN flags must be current.
+	 * (PKCS11_update_slots would do, but crashes in libp11 0.4.12.) */
 	p->slot = NULL;
+	if (p->slots != NULL)
+		PKCS11_release_all_slots(p->ctx, p->slots, p->nslots);
+	p->slots = NULL;
+	p->nslots = 0;
+	ERR_clear_error();
+	if (PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots) != 0)
+		return kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);
 	for (i = 0; i < p->nslots; i++) {
 		PKCS11_TOKEN *tok = p->slots[i].token;
 
