@@ -44,7 +44,9 @@
  *
  * The caller must be root to pass details or to ask about another uid's
  * process (polkitd's rule; our actions carry no policykit.owner
- * annotation).  A subject with uid 0 is always authorized by polkitd.
+ * annotation).  polkitd takes `uid` from a root caller as given, so the
+ * PAM module passes getpid() and the user's uid while the login process
+ * itself still runs as root.  A subject with uid 0 is always authorized.
  *
  * Returns
  *    1  authorized;

@@ -41,7 +41,7 @@ _pk_wait_for 5 subject_is_user ||
 
 DETAILS=(service sshd user "$USER_NAME" token_serial 0001 kube_user "$USER_NAME")
 
-plan 30
+plan 31
 
 polkit_start || { fail "polkitd on a private system bus is ready"; exit 1; }
 pass "polkitd on a private system bus is ready ($POLKIT_BUS_ADDRESS)"
@@ -104,6 +104,11 @@ ok $? "rule on subject.user loaded"
 
 probe required $CACHE "$SUBJ" "$USER_UID" "${DETAILS[@]}" kube_groups dev
 is "$rc" 1 "rule on subject.user: denied"
+
+# The PAM module asks while the login process still runs as root, naming
+# the user's uid: polkitd takes the uid a root caller gives.
+probe required $CACHE $$ "$USER_UID" "${DETAILS[@]}" kube_groups dev
+is "$rc" 1 "root-owned login process with the user's uid: rules see the user"
 
 # The shipped example must at least parse and load in polkitd's JS engine.
 polkit_add_rule 60-kubehsm-example "$(cat "$KH_SRCDIR/conf/50-kubehsm.rules.example")"
