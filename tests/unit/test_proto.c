@@ -781,7 +781,8 @@ static size_t jansson_frees;
 static void *
 scan_malloc(size_t n)
 {
-	size_t *p = malloc(n + sizeof(size_t));
+	/* zeroed so the scan in scan_free never reads uninitialised bytes */
+	size_t *p = calloc(1, n + sizeof(size_t));
 
 	if (p == NULL)
 		return NULL;
