@@ -110,6 +110,37 @@ int kh_exec_response_encode(enum kh_exec_api api, time_t expiry,
 
 /* ---------------------------------------------------------------- signer */
 
+/*
+ * What the external-signer protocol really looks like (it never merged):
+ *
+ *  - KEP text: kubernetes/enhancements PR #1749,
+ *    keps/sig-auth/20200507-external-tls-certificate-authenticator/README.md.
+ *    Kinds CertificateRequest / SignRequest / CertificateResponse /
+ *    SignResponse; `configuration` is the auth-provider config as a
+ *    map[string]string (pathExec, pathLib, slotId, objectId, pin — all
+ *    strings, slotId "0"); `digest` is base64 StdEncoding; `signerOptsType`
+ *    "*rsa.PSSOptions"; `signerOpts` is a JSON *string* holding JSON:
+ *    "{\"SaltLength\":-1,\"Hash\":5}". The KEP passes the request in an
+ *    environment variable.
+ *  - Prototype client-go provider: elastisys/kubernetes,
+ *    staging/src/k8s.io/client-go/plugin/pkg/client/auth/externalsigner/externalsigner.go.
+ *    signerOptsType = reflect.TypeOf(opts).String() ("*rsa.PSSOptions" for
+ *    TLS 1.3 RSA, "crypto.Hash" for ECDSA and TLS 1.2 PKCS#1 v1.5);
+ *    signerOpts = string(json.Marshal(opts)), so "{\"SaltLength\":-1,\"Hash\":5}"
+ *    or "5" (crypto.Hash has no JSON marshaller: a bare number). Its request
+ *    kinds were "Certificate" and "Sign"; one revision passed the request as
+ *    the single argv string (as DESIGN.md specifies for kubehsm), a later one
+ *    in EXTERNAL_SIGNER_PLUGIN_CONFIG. It reads only `certificate` /
+ *    `signature` from the answer.
+ *
+ * Accepted here: both kind spellings, signerOpts as a JSON string or the same
+ * JSON embedded, "*rsa.PSSOptions" with or without the star. Answers use the
+ * KEP kinds. A `pin` in configuration is never stored (pin_given tells the
+ * caller to warn); jansson's copy in the decoded tree is wiped, but its
+ * lexer's scratch buffer is freed unwiped — the PIN was on the command line
+ * anyway, which is exactly why the caller warns.
+ */
+
 #define KH_SIGNER_API_VERSION "external-signer.authentication.k8s.io/v1alpha1"
 
 enum kh_signer_kind {
