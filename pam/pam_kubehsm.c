@@ -1,9 +1,72 @@
+/*
+ * pam_kubehsm — PAM entry points: parse options, dispatch, and keep
+ * jansson's wipe-on-free hooks enabled only while inside the module.
+ *
+ * auth      kh_pam_authenticate (kh_pam_auth.c)
+ * setcred   no work: minting happens in open_session (see kh_pam_session.c)
+ * session   kh_pam_open_session / kh_pam_close_session
+ */
 #include "config.h"
+
 #define PAM_SM_AUTH
 #define PAM_SM_SESSION
 #include <security/pam_modules.h>
 
-PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
-{ (void)pamh; (void)flags; (void)argc; (void)argv; return PAM_IGNORE; }
-PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
-{ (void)pamh; (void)flags; (void)argc; (void)argv; return PAM_IGNORE; }
+#include "kh_json.h"
+#include "kh_pam_auth.h"
+#include "kh_pam_util.h"
+
+enum entry { AUTH, SETCRED, OPEN, CLOSE };
+
+static int
+dispatch(enum entry e, pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	struct kh_pam_opts opts;
+	int rc;
+
+	(void)flags;
+	kh_json_wipe_on_free(true);
+	rc = kh_pam_parse_opts(pamh, argc, argv, &opts);
+	if (rc == PAM_SUCCESS) {
+		switch (e) {
+		case AUTH:
+			rc = kh_pam_authenticate(pamh, &opts);
+			break;
+		case SETCRED:
+			rc = kh_pam_login_get(pamh) ? PAM_SUCCESS : PAM_IGNORE;
+			break;
+		case OPEN:
+			rc = kh_pam_open_session(pamh, &opts);
+			break;
+		case CLOSE:
+			rc = kh_pam_close_session(pamh, &opts);
+			break;
+		}
+	}
+	kh_json_wipe_on_free(false);
+	return rc;
+}
+
+PAM_EXTERN int
+pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return dispatch(AUTH, pamh, flags, argc, argv);
+}
+
+PAM_EXTERN int
+pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return dispatch(SETCRED, pamh, flags, argc, argv);
+}
+
+PAM_EXTERN int
+pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return dispatch(OPEN, pamh, flags, argc, argv);
+}
+
+PAM_EXTERN int
+pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+	return dispatch(CLOSE, pamh, flags, argc, argv);
+}

@@ -4,3 +4,4 @@ include tests/integration/config.mk
 include tests/integration/cache.mk
 include tests/integration/token.mk
 include tests/integration/polkit.mk
+include tests/integration/pam.mk

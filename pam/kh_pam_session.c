@@ -1,0 +1,296 @@
+/*
+ * kh_pam_session — the session step of pam_kubehsm.
+ *
+ * open_session (not setcred) mints and caches: for scope "session" the
+ * record must land in the login's session keyring, which exists only once
+ * pam_keyinit has run in the session stack, and sshd calls setcred before
+ * open_session.  Per configured issuer: open the issuer key on PKCS#11
+ * (root-only PIN file), generate an in-memory session key, certify it,
+ * close the issuer key, store the record with login accounting.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/x509.h>
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+#include "kh_cache.h"
+#include "kh_mem.h"
+#include "kh_pam_auth.h"
+#include "kh_pkcs11.h"
+#include "kh_polkit.h"
+#include "kh_x509.h"
+
+static const char *
+issuer_name(const struct kh_issuer *is)
+{
+	return is->id[0] ? is->id : "(default)";
+}
+
+static time_t
+min_time(time_t a, time_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Ask polkit whether this login may cache credentials.  1 yes, 0 no, -1 error. */
+static int
+polkit_allows(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+	      const struct kh_policy *policy, const struct kh_pam_login *l)
+{
+	const void *service = NULL;
+	struct kh_polkit_login pl;
+	bool unreachable = false;
+	kh_error err = { 0 };
+	int rc;
+
+	if (pam_get_item(pamh, PAM_SERVICE, &service) != PAM_SUCCESS || service == NULL)
+		service = "";
+	pl = (struct kh_polkit_login){
+		.service = service,
+		.user = l->user,
+		.token_serial = l->token_serial,
+		.kube_user = l->kube_user,
+		.kube_groups = (const char *const *)l->groups,
+		.nkube_groups = l->ngroups,
+	};
+	/* The subject is this login: the host process, as the user's uid. */
+	rc = kh_polkit_check_login(policy->polkit.mode, getpid(), l->uid, &pl,
+				   &unreachable, &err);
+	if (rc == 1 && unreachable)
+		pam_syslog(pamh, LOG_WARNING, "user '%s': %s", l->user, err.msg);
+	else if (rc == 0)
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': polkit: %s; no kube credentials "
+			   "cached", l->user, err.msg);
+	else if (rc < 0)
+		kh_pam_log_fail(pamh, l->user, "polkit", &err);
+	else
+		kh_pam_debug(pamh, opts, "user '%s': polkit allows caching", l->user);
+	return rc;
+}
+
+/* Issuer key + chain; the caller frees key before closing *p11. */
+static int
+open_issuer(const struct kh_issuer *is, struct kh_p11 **p11, EVP_PKEY **key,
+	    STACK_OF(X509) **chain, char **chain_pem, kh_error *err)
+{
+	char *pin = NULL;
+	int rc;
+
+	if (kh_p11_read_pin_file(is->pin_file, &pin, err) != 0)
+		return -1;
+	rc = kh_p11_open_uri_key(is->module, is->key, pin, p11, key, err);
+	kh_secure_strfree(pin);
+	if (rc != 0)
+		return -1;
+	return kh_x509_load_chain(is->cert_file, *key, chain, chain_pem, err);
+}
+
+/* Session key, session certificate and the record for one issuer. */
+static int
+mint_record(const struct kh_policy *policy, const struct kh_issuer *is,
+	    const struct kh_pam_login *l, struct kh_record *rec, kh_error *err)
+{
+	struct kh_p11 *p11 = NULL;
+	EVP_PKEY *issuer_key = NULL, *session_key = NULL;
+	STACK_OF(X509) *chain = NULL;
+	char *chain_pem = NULL, *cert_pem = NULL, *key_pem = NULL;
+	size_t key_len = 0, n;
+	time_t now = time(NULL), issuer_not_after, not_after;
+	int rc = -1;
+
+	if (open_issuer(is, &p11, &issuer_key, &chain, &chain_pem, err) != 0)
+		goto out;
+	if (kh_x509_not_after(sk_X509_value(chain, 0), &issuer_not_after, err) != 0)
+		goto out;
+	not_after = min_time(min_time(now + policy->session.ttl, l->token_not_after),
+			     issuer_not_after);
+	session_key = kh_x509_keygen(is->key_type, err);
+	if (session_key == NULL)
+		goto out;
+	struct kh_mint_request req = {
+		.issuer_cert = sk_X509_value(chain, 0),
+		.issuer_key = issuer_key,
+		.session_key = session_key,
+		.username = l->kube_user,
+		.groups = (const char *const *)l->groups,
+		.ngroups = l->ngroups,
+		.not_after = not_after,
+		.now = now,
+	};
+	if (kh_x509_mint(&req, &cert_pem, err) != 0)
+		goto out;
+	if (kh_x509_key_to_pem(session_key, &key_pem, &key_len, err) != 0)
+		goto out;
+
+	n = strlen(cert_pem) + strlen(chain_pem) + 1;
+	rec->cert_chain_pem = malloc(n);
+	if (rec->cert_chain_pem == NULL) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	snprintf(rec->cert_chain_pem, n, "%s%s", cert_pem, chain_pem);
+	rec->key_pem = key_pem;
+	key_pem = NULL;
+	rec->created = now;
+	rec->expires = not_after;
+	rc = 0;
+out:
+	if (key_pem != NULL)
+		kh_secure_free(key_pem, key_len);
+	free(cert_pem);
+	free(chain_pem);
+	if (chain != NULL)
+		sk_X509_pop_free(chain, X509_free);
+	EVP_PKEY_free(session_key);
+	EVP_PKEY_free(issuer_key);      /* before its module goes away */
+	kh_p11_close(p11);
+	return rc;
+}
+
+/* Fill and store one record through the cache (with login accounting). */
+static int
+seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+	    const struct kh_policy *policy, const struct kh_issuer *is,
+	    const struct kh_pam_login *l)
+{
+	struct kh_record *rec = calloc(1, sizeof(*rec));
+	kh_error err = { 0 };
+	int rc = -1;
+
+	if (rec == NULL)
+		return -1;
+	rec->version = KH_RECORD_VERSION;
+	rec->uid = l->uid;
+	rec->scope = policy->session.scope;
+	rec->user = strdup(l->user);
+	rec->issuer_id = strdup(is->id);
+	rec->kube_user = strdup(l->kube_user);
+	rec->token_cert_pem = strdup(l->token_cert_pem);
+	rec->token_uri = strdup(l->token_uri);
+	rec->groups = calloc(l->ngroups ? l->ngroups : 1, sizeof(char *));
+	if (!rec->user || !rec->issuer_id || !rec->kube_user || !rec->token_cert_pem ||
+	    !rec->token_uri || !rec->groups) {
+		kh_fail(&err, KH_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (; rec->ngroups < l->ngroups; rec->ngroups++)
+		if ((rec->groups[rec->ngroups] = strdup(l->groups[rec->ngroups])) == NULL) {
+			kh_fail(&err, KH_ERR_INTERNAL, "out of memory");
+			goto out;
+		}
+	if (mint_record(policy, is, l, rec, &err) != 0)
+		goto out;
+	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, &err) != 0)
+		goto out;
+	kh_pam_debug(pamh, opts, "user '%s': issuer %s: session cached until %lld (logins %u)",
+		     l->user, issuer_name(is), (long long)rec->expires, rec->logins);
+	rc = 0;
+out:
+	if (rc != 0) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "issuer %s: session credential", issuer_name(is));
+		kh_pam_log_fail(pamh, l->user, what, &err);
+	}
+	kh_record_free(rec);
+	return rc;
+}
+
+static void
+session_flag_cleanup(pam_handle_t *pamh, void *data, int error_status)
+{
+	(void)pamh;
+	(void)error_status;
+	free(data);
+}
+
+int
+kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
+{
+	const struct kh_pam_login *l = kh_pam_login_get(pamh);
+	struct kh_policy *policy;
+	size_t seeded = 0;
+	int rc, *flag;
+
+	if (l == NULL) {
+		kh_pam_debug(pamh, opts, "open_session: no kubehsm authentication in "
+			     "this handle; nothing to cache");
+		return PAM_IGNORE;
+	}
+	policy = kh_pam_load_policy(pamh, opts);
+	if (policy == NULL)
+		return PAM_SESSION_ERR;
+
+	rc = polkit_allows(pamh, opts, policy, l);
+	if (rc == 0) {
+		pam_info(pamh, "kubehsm: caching kube credentials is not allowed for "
+			 "this login");
+		kh_policy_free(policy);
+		return PAM_IGNORE;
+	}
+	if (rc < 0) {
+		kh_policy_free(policy);
+		return PAM_SESSION_ERR;
+	}
+	for (size_t i = 0; i < policy->nissuers; i++)
+		if (seed_issuer(pamh, opts, policy, &policy->issuers[i], l) == 0)
+			seeded++;
+	rc = seeded == policy->nissuers ? PAM_SUCCESS : PAM_SESSION_ERR;
+	if (seeded > 0) {
+		/* close_session undoes only what this handle did. */
+		flag = malloc(sizeof(*flag));
+		if (flag == NULL ||
+		    pam_set_data(pamh, KH_PAM_DATA_SESSION, flag, session_flag_cleanup)
+			    != PAM_SUCCESS) {
+			free(flag);
+			rc = PAM_SESSION_ERR;
+		}
+	}
+	kh_policy_free(policy);
+	return rc;
+}
+
+int
+kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
+{
+	const void *flag = NULL;
+	struct kh_policy *policy;
+	const char *user;
+	uid_t uid;
+	gid_t gid;
+	int rc = PAM_SUCCESS;
+
+	if (pam_get_data(pamh, KH_PAM_DATA_SESSION, &flag) != PAM_SUCCESS || flag == NULL) {
+		kh_pam_debug(pamh, opts, "close_session: this handle cached nothing");
+		return PAM_IGNORE;
+	}
+	if (kh_pam_get_user(pamh, &user, &uid, &gid) != PAM_SUCCESS)
+		return PAM_SESSION_ERR;
+	policy = kh_pam_load_policy(pamh, opts);
+	if (policy == NULL)
+		return PAM_SESSION_ERR;
+	for (size_t i = 0; i < policy->nissuers; i++) {
+		const struct kh_issuer *is = &policy->issuers[i];
+		kh_error err = { 0 };
+		int r = kh_cache_logout(uid, is->id, policy->session.scope,
+					policy->session.revoke_on_logout, &err);
+
+		if (r < 0) {
+			kh_pam_log_fail(pamh, user, "logout", &err);
+			rc = PAM_SESSION_ERR;
+		} else {
+			kh_pam_debug(pamh, opts, "user '%s': issuer %s: %s", user,
+				     issuer_name(is), r == 1 ? "session revoked" : "session kept");
+		}
+	}
+	pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);
+	kh_policy_free(policy);
+	return rc;
+}

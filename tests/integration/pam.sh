@@ -1,0 +1,203 @@
+#!/bin/bash
+# pam: pam_kubehsm.so through pamtester and a real /etc/pam.d service, with
+# real SoftHSM2 tokens (one per user, one host issuer), real certificates,
+# the real kernel keyring and test users.  PIN states SoftHSM never reports
+# (final try, locked) and a token vanishing mid-login come from p11shim,
+# which also counts C_Login calls.
+set -u
+. "$KH_SRCDIR/tests/lib/tap.sh"
+. "$KH_SRCDIR/tests/lib/users.sh"
+. "$KH_SRCDIR/tests/lib/pki.sh"
+
+need_root
+need_cmd pamtester softhsm2-util pkcs11-tool openssl keyctl jq setpriv timeout
+[ -f "$PAM_KUBEHSM" ] || skip_all "pam/.libs/pam_kubehsm.so not built"
+SHIM=$KH_BUILDDIR/tests/p11shim/.libs/libkhp11shim.so
+[ -f "$SHIM" ] || skip_all "tests/p11shim not built (make check builds it)"
+# An ASan-built module cannot be loaded into pamtester (pam_wrapper.sh
+# covers that build with LD_PRELOAD of libasan).
+if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init; then
+	skip_all "sanitizer build: pamtester cannot load an ASan module (see pam_wrapper.sh)"
+fi
+
+PIN=4711
+ISSUER_PIN=987654
+HOST=khhost$$
+
+pki_init || { echo "Bail out! pki_init"; exit 1; }
+pki_ca users "kh test users CA" || { echo "Bail out! CA"; exit 1; }
+pki_ca rogue "kh rogue CA" || { echo "Bail out! CA"; exit 1; }
+pki_ca issuerca "kh issuer CA" || { echo "Bail out! CA"; exit 1; }
+pki_issuer_token "$HOST" "$ISSUER_PIN" issuerca || { echo "Bail out! issuer token"; exit 1; }
+
+# user_with_token VAR CA [pki_user_cert options]: a user, their cert, their token.
+user_with_token() {
+	local var=$1 ca=$2 name; shift 2
+	make_user "$var"
+	name=${!var}
+	pki_user_cert "$name" "$ca" --cn "$name" "$@" &&
+		pki_token_init "$name" "$PIN" &&
+		pki_token_import "$name" "$PIN" "$name" kube 01 ||
+		{ echo "Bail out! token for $name"; exit 1; }
+}
+user_with_token alice users --o dev --o ops
+user_with_token expd users --not-before 20200101000000Z --not-after 20210101000000Z
+user_with_token rogue rogue
+make_user notok
+# MALLORY's token holds a valid certificate of ALICE's.
+make_user mallory
+ALICE=$alice EXPD=$expd ROGUE=$rogue NOTOKEN=$notok MALLORY=$mallory
+pki_token_init "$MALLORY" "$PIN" && pki_token_import "$MALLORY" "$PIN" "$ALICE" kube 01 ||
+	{ echo "Bail out! token for $MALLORY"; exit 1; }
+
+# The policy: root-owned file in a root-owned directory.
+ETC=$KH_TMP/etc
+mkdir -m 0755 "$ETC"
+chmod 0600 "$PKI_DIR/issuer.pin"
+write_conf() {   # write_conf FILE MODULE [extra session lines]
+	cat >"$1" <<CONF
+version = 1;
+pkcs11 = { module = "$2"; };
+token = { label = "%u"; key_label = "kube"; };
+trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
+identity = { username = "%u"; groups = [ "cert:O", "static:kh-all" ]; };
+issuer = { key = "pkcs11:token=$HOST;object=issuer"; module = "$PKI_MODULE";
+           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$PKI_DIR/issuer.pin";
+           key_type = "ec-p256"; };
+session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; };
+polkit = { mode = "off"; };
+CONF
+	chmod 0644 "$1"
+}
+CONF=$ETC/kubehsm.conf
+SHIMCONF=$ETC/shim.conf
+write_conf "$CONF" "$PKI_MODULE"
+write_conf "$SHIMCONF" "$SHIM"
+export KH_SHIM_MODULE=$PKI_MODULE
+SHIMLOG=$KH_TMP/shim.log
+
+SVC=kubehsm-test-$$
+SVCFILE=/etc/pam.d/$SVC
+on_exit "rm -f '$SVCFILE' /etc/pam.d/$SVC-*"
+# service NAME AUTH-ARGS...: a service using the module for auth and session.
+service() {
+	local f=/etc/pam.d/$1; shift
+	{
+		echo "auth     required $PAM_KUBEHSM $*"
+		echo "account  required pam_permit.so"
+		echo "session  required $PAM_KUBEHSM $*"
+		echo "session  required pam_permit.so"
+	} >"$f"
+}
+service "$SVC" "config=$CONF"
+service "$SVC-shim" "config=$SHIMCONF"
+service "$SVC-nocache" "config=$CONF no_cache"
+service "$SVC-bad" "config=$ETC/missing.conf"
+{
+	echo "auth     optional pam_unix.so"
+	echo "auth     required $PAM_KUBEHSM config=$CONF use_first_pass"
+	echo "account  required pam_permit.so"
+	echo "session  required $PAM_KUBEHSM config=$CONF"
+} >"$SVCFILE-ufp"
+
+# pt SERVICE USER PIN OPS...: pamtester, PIN on stdin; sets $out $err $rc.
+pt() {
+	local svc=$1 user=$2 pin=$3; shift 3
+	run timeout 60 pamtester "$svc" "$user" "$@" <<<"$pin"
+}
+# record USER: the user's cached record (JSON) as the user sees it, or "".
+record() {
+	as_user "$1" sh -c 'id=$(keyctl search @u user kubehsm:session:v1 2>/dev/null) &&
+		keyctl pipe "$id"' 2>/dev/null
+}
+logins() { local l; l=$(record "$1" | jq -r .logins 2>/dev/null); echo "${l:-none}"; }
+shim_logins() { grep -c '^C_Login$' "$SHIMLOG" 2>/dev/null || :; }
+oneline() { tr '\n' ' ' <<<"$1"; }
+token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
+	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
+		/token flags/ && cur == l { print; exit }'; }
+
+plan 29
+
+# --- right PIN: a record that chains to the issuer CA --------------------
+pt "$SVC" "$ALICE" "$PIN" authenticate open_session
+is "$rc" 0 "right PIN: authenticate + open_session succeed"
+REC=$(record "$ALICE")
+isnt "$REC" "" "a record is cached in $ALICE's user keyring"
+is "$(jq -r '.uid, .kube_user, (.groups | join(",")), .logins' <<<"$REC" | tr '\n' ' ')" \
+	"$(uid_of "$ALICE") $ALICE dev,ops,kh-all 1 " "record: uid, kube user, groups, one login"
+jq -r .chain <<<"$REC" >"$KH_TMP/chain.pem"
+openssl x509 -in "$KH_TMP/chain.pem" -out "$KH_TMP/session.pem" 2>/dev/null
+run openssl verify -CAfile "$PKI_DIR/issuerca.pem" -untrusted "$KH_TMP/chain.pem" \
+	-purpose sslclient "$KH_TMP/session.pem"
+is "$rc" 0 "session certificate chains to the issuer CA (clientAuth)"
+SUBJ=$(openssl x509 -in "$KH_TMP/session.pem" -noout -subject -nameopt RFC2253)
+like "$SUBJ" "CN=$ALICE" "session certificate names the user"
+like "$SUBJ" "O=kh-all,O=ops,O=dev|O=dev.*O=ops.*O=kh-all" "... and the groups"
+NA=$(date -d "$(openssl x509 -in "$KH_TMP/session.pem" -noout -enddate | cut -d= -f2)" +%s)
+EXP=$(jq -r .expires <<<"$REC")
+[ "$NA" = "$EXP" ] && [ "$EXP" -le $(($(date +%s) + 3600)) ]
+ok $? "notAfter = record expiry <= now + ttl"
+PUB1=$(openssl x509 -in "$KH_TMP/session.pem" -noout -pubkey)
+PUB2=$(jq -r .key <<<"$REC" | openssl pkey -pubout 2>/dev/null)
+is "$PUB1" "$PUB2" "the cached session key is the certified key"
+unlike "$(keyctl rdescribe "$(as_user "$ALICE" keyctl search @u user kubehsm:session:v1)" 2>/dev/null)" \
+	"^user;0;" "the record is not owned by root"
+
+# --- another login, then logouts -----------------------------------------
+pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
+is "$rc:$(logins "$ALICE")" "0:1" "a second login's close_session keeps the first login's record"
+# The first pamtester exited without close_session: close its login now.
+pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
+pt "$SVC" "$ALICE" "$PIN" authenticate open_session
+pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
+is "$(logins "$ALICE")" 2 "login counting: open logins are counted"
+as_user "$ALICE" sh -c 'keyctl unlink $(keyctl search @u user kubehsm:session:v1) @u' >/dev/null 2>&1
+pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
+is "$rc:$(logins "$ALICE")" "0:none" "logout of the last login removes the record"
+
+# --- wrong PIN: PAM_AUTH_ERR, exactly one attempt --------------------------
+: >"$SHIMLOG"
+export KH_SHIM_LOG=$SHIMLOG
+pt "$SVC-shim" "$ALICE" 0000 authenticate
+like "$rc:$(oneline "$err")" "^1:.*Authentication failure" "wrong PIN: PAM_AUTH_ERR"
+like "$out$err" "wrong PIN" "the user is told the PIN was wrong"
+is "$(shim_logins)" 1 "wrong PIN: exactly one C_Login"
+like "$(token_flags "$ALICE")" "count low" "SoftHSM counted one failed attempt"
+is "$(logins "$ALICE")" none "wrong PIN: no record"
+
+# --- final try: warned, right PIN still works ------------------------------
+: >"$SHIMLOG"
+KH_SHIM_PIN_FLAGS=final_try pt "$SVC-shim" "$ALICE" "$PIN" authenticate
+like "$rc:$out$err" "^0:.*final PIN try" "final try: the user is warned, right PIN accepted"
+unlike "$(token_flags "$ALICE")" "count low" "a good login clears SoftHSM's count-low flag"
+
+# --- locked: refused without C_Login ---------------------------------------
+: >"$SHIMLOG"
+KH_SHIM_PIN_FLAGS=locked pt "$SVC-shim" "$ALICE" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*maximum number of retries" "locked token: PAM_MAXTRIES"
+is "$(shim_logins)" 0 "locked token: no C_Login"
+
+# --- token vanishes mid-login ---------------------------------------------
+KH_SHIM_VANISH=login pt "$SVC-shim" "$ALICE" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*cannot retrieve authentication info" \
+	"token pulled during login: PAM_AUTHINFO_UNAVAIL"
+unset KH_SHIM_LOG
+
+# --- refusals before any PIN ------------------------------------------------
+pt "$SVC" "$NOTOKEN" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*cannot retrieve authentication info" "no token: PAM_AUTHINFO_UNAVAIL"
+pt "$SVC" "$MALLORY" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*Authentication failure" "token holding another user's certificate: PAM_AUTH_ERR"
+pt "$SVC" "$EXPD" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*Authentication failure" "expired certificate: PAM_AUTH_ERR"
+pt "$SVC" "$ROGUE" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*Authentication failure" "certificate from an untrusted CA: PAM_AUTH_ERR"
+pt "$SVC-bad" "$ALICE" "$PIN" authenticate
+like "$rc:$(oneline "$err")" "^1:.*(Error in service module|System error)" "missing config: PAM_SERVICE_ERR"
+
+# --- options ----------------------------------------------------------------
+pt "$SVC-ufp" "$ALICE" "$PIN" authenticate
+is "$rc" 0 "use_first_pass: the PIN typed for an earlier module is used"
+pt "$SVC-nocache" "$ALICE" "$PIN" authenticate open_session
+is "$rc:$(logins "$ALICE")" "0:none" "no_cache: authenticates, caches nothing"
