@@ -25,5 +25,11 @@ void kh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *kh_cli_config_path(const char *option);
 
 int kh_cmd_config(int argc, char **argv);
+int kh_cmd_exec(int argc, char **argv);
+int kh_cmd_sign(int argc, char **argv);
+int kh_cmd_status(int argc, char **argv);
+int kh_cmd_logout(int argc, char **argv);
+int kh_cmd_kubeconfig(int argc, char **argv);
+int kh_cmd_admin(int argc, char **argv);
 
 #endif

@@ -14,9 +14,16 @@
 #include <string.h>
 
 #include "kh_cli.h"
+#include "kh_json.h"
 
 static const struct kh_cli_command commands[] = {
+	{ "exec", "client-go exec credential plugin (kubectl runs it)", kh_cmd_exec },
+	{ "sign", "external signer: sign for a client with the session key", kh_cmd_sign },
+	{ "status", "show your kube session (--json too)", kh_cmd_status },
+	{ "logout", "end your kube session now", kh_cmd_logout },
+	{ "kubeconfig", "print or merge a kubeconfig user entry for kubehsm", kh_cmd_kubeconfig },
 	{ "config", "check the policy file and print the effective policy", kh_cmd_config },
+	{ "admin", "root: list all users' sessions, revoke one user's", kh_cmd_admin },
 };
 
 static void
@@ -62,6 +69,7 @@ main(int argc, char **argv)
 {
 	size_t i;
 
+	kh_json_wipe_on_free(true);
 	if (argc < 2) {
 		usage(stderr);
 		return KH_EXIT_USAGE;

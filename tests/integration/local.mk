@@ -5,3 +5,4 @@ include tests/integration/cache.mk
 include tests/integration/token.mk
 include tests/integration/polkit.mk
 include tests/integration/pam.mk
+include tests/integration/helper.mk

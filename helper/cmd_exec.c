@@ -1,0 +1,127 @@
+/*
+ * kubehsm exec — the client-go exec credential plugin (KEP-541).
+ *
+ * This runs once per kubectl invocation, for every command of every user, so
+ * the warm path is deliberately lean: no policy file, no PKCS#11, no polkit,
+ * no network, no disk writes.  Parse KUBERNETES_EXEC_INFO, pick the issuer,
+ * read the caller's record from the kernel keyring, print the ExecCredential
+ * with one write loop, wipe.  It never reads stdin or prompts: with no valid
+ * session it says why and what to do on one stderr line and exits 1.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kh_cache.h"
+#include "kh_cli.h"
+#include "kh_mem.h"
+#include "kh_proto.h"
+
+static void
+kh_exec_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: kubehsm exec [--issuer ID] [--api-version VERSION]\n\n"
+		"client-go exec credential plugin: print an ExecCredential holding the\n"
+		"session certificate chain, the session key and the expiry, read from\n"
+		"your kube session in the kernel keyring (started at login).  kubectl\n"
+		"runs it; it reads KUBERNETES_EXEC_INFO and never prompts.\n\n"
+		"  --issuer ID          issuer to use when several are configured; the\n"
+		"                       kubeconfig cluster extension\n"
+		"                       client.authentication.k8s.io/exec {issuer: ID}\n"
+		"                       (provideClusterInfo: true) takes precedence\n"
+		"  --api-version V      answer with V (client.authentication.k8s.io/v1 or\n"
+		"                       /v1beta1) when KUBERNETES_EXEC_INFO is unset\n"
+		"  -h, --help           show this help\n\n"
+		"Exit status: 0 credential printed, 1 no valid session or bad input (one\n"
+		"line on stderr, nothing on stdout), 2 usage error.  See kubehsm(1).\n");
+}
+
+static int
+kh_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+kh_cmd_exec(int argc, char **argv)
+{
+	const char *issuer_opt = NULL, *issuer;
+	enum kh_exec_api default_api = KH_EXEC_API_NONE;
+	struct kh_exec_info info;
+	struct kh_record *rec = NULL;
+	enum kh_cache_miss miss = KH_MISS_NONE;
+	char *out = NULL;
+	size_t out_len = 0;
+	kh_error err;
+	int i, rc = KH_EXIT_FAIL;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			kh_exec_usage(stdout);
+			return KH_EXIT_OK;
+		} else if (strcmp(a, "--issuer") == 0 && i + 1 < argc) {
+			issuer_opt = argv[++i];
+		} else if (strncmp(a, "--issuer=", 9) == 0) {
+			issuer_opt = a + 9;
+		} else if ((strcmp(a, "--api-version") == 0 && i + 1 < argc) ||
+			   strncmp(a, "--api-version=", 14) == 0) {
+			const char *v = a[13] == '=' ? a + 14 : argv[++i];
+
+			default_api = kh_exec_api_from_string(v);
+			if (default_api == KH_EXEC_API_NONE) {
+				kh_cli_error("exec: unsupported --api-version '%s'; use "
+					     "client.authentication.k8s.io/v1 or /v1beta1", v);
+				return KH_EXIT_USAGE;
+			}
+		} else {
+			kh_cli_error("exec: unexpected argument '%s'; run 'kubehsm exec --help'", a);
+			return KH_EXIT_USAGE;
+		}
+	}
+
+	if (kh_exec_info_from_env(getenv("KUBERNETES_EXEC_INFO"), default_api,
+				  &info, &err) != 0) {
+		kh_cli_error("%s%s", strncmp(err.msg, "KUBERNETES_EXEC_INFO", 20) == 0 ? "" : "KUBERNETES_EXEC_INFO: ", err.msg);
+		return KH_EXIT_FAIL;
+	}
+	issuer = info.cluster.issuer != NULL ? info.cluster.issuer
+		 : issuer_opt != NULL ? issuer_opt : "";
+
+	if (kh_cache_find(issuer, &rec, &miss, &err) != 0) {
+		kh_cli_error("%s", err.msg);
+		goto out;
+	}
+	if (kh_exec_response_encode(info.api, (time_t)rec->expires, rec->cert_chain_pem,
+				    rec->key_pem, &out, &out_len, &err) != 0) {
+		kh_cli_error("%s", err.msg);
+		goto out;
+	}
+	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
+		kh_cli_error("cannot write the credential to stdout: %s", strerror(errno));
+		goto out;
+	}
+	rc = KH_EXIT_OK;
+out:
+	kh_secure_strfree(out);
+	kh_record_free(rec);
+	kh_exec_info_free(&info);
+	return rc;
+}

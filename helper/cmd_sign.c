@@ -1,0 +1,12 @@
+#include "config.h"
+
+#include "kh_cli.h"
+
+int
+kh_cmd_sign(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	kh_cli_error("sign: not implemented yet");
+	return KH_EXIT_FAIL;
+}
