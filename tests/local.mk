@@ -7,6 +7,11 @@ AM_TESTS_ENVIRONMENT = \
 	KH_SRCDIR='$(abs_top_srcdir)'; export KH_SRCDIR; \
 	KH_BUILDDIR='$(abs_top_builddir)'; export KH_BUILDDIR;
 
+# Shell tests swap valgrind for the sanitizers' own checks in such a build.
+if KH_SANITIZERS
+AM_TESTS_ENVIRONMENT += KH_SANITIZERS=1; export KH_SANITIZERS;
+endif
+
 unit_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS)
 unit_ldadd = lib/libkubehsm.la $(CMOCKA_LIBS)

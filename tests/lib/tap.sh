@@ -100,3 +100,17 @@ run() {
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root (creates users, tokens and PAM services)"; }
 need_cmd() { local c; for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip_all "needs '$c' (scripts/install-deps.sh installs it)"; done; }
+
+# memcheck CMD...: run CMD checked for memory errors and definite leaks.
+# A normal build runs it under valgrind; a sanitizer build (KH_SANITIZERS=1,
+# set by make check) runs it natively, where ASan aborts on an error and
+# LeakSanitizer fails the exit on a leak.  Either way a non-zero status
+# means a finding.  Use with run: `run memcheck ./prog args`.
+memcheck() {
+	if [ "${KH_SANITIZERS:-0}" = 1 ]; then
+		ASAN_OPTIONS="detect_leaks=1:exitcode=99:${ASAN_OPTIONS:-}" "$@"
+	else
+		valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
+			--error-exitcode=99 "$@"
+	fi
+}
