@@ -1,1 +1,90 @@
-int main(void) { return 0; }
+/*
+ * pam_driver — drive a PAM service like a login program would, for tests.
+ *
+ *   KH_PIN=... pam_driver SERVICE USER CYCLES OP...
+ *
+ * OP is authenticate, setcred, open_session or close_session.  Each cycle
+ * is one pam_start .. pam_end (libpam loads and unloads the modules each
+ * time).  The conversation answers echo-off prompts with $KH_PIN and prints
+ * messages to stderr.  Prints "OP: <code> <text>" for a failing step and
+ * exits with that PAM code (0 when every step of every cycle succeeded).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <security/pam_appl.h>
+
+static int
+conv(int n, const struct pam_message **msg, struct pam_response **resp, void *data)
+{
+	const char *pin = data;
+	struct pam_response *r = calloc((size_t)n, sizeof(*r));
+
+	if (r == NULL)
+		return PAM_BUF_ERR;
+	for (int i = 0; i < n; i++) {
+		switch (msg[i]->msg_style) {
+		case PAM_PROMPT_ECHO_OFF:
+		case PAM_PROMPT_ECHO_ON:
+			if (pin == NULL || (r[i].resp = strdup(pin)) == NULL)
+				goto fail;
+			break;
+		default:
+			fprintf(stderr, "%s\n", msg[i]->msg);
+		}
+	}
+	*resp = r;
+	return PAM_SUCCESS;
+fail:
+	for (int i = 0; i < n; i++)
+		free(r[i].resp);
+	free(r);
+	return PAM_CONV_ERR;
+}
+
+static int
+step(pam_handle_t *h, const char *op)
+{
+	if (strcmp(op, "authenticate") == 0)
+		return pam_authenticate(h, 0);
+	if (strcmp(op, "setcred") == 0)
+		return pam_setcred(h, PAM_ESTABLISH_CRED);
+	if (strcmp(op, "open_session") == 0)
+		return pam_open_session(h, 0);
+	if (strcmp(op, "close_session") == 0)
+		return pam_close_session(h, 0);
+	fprintf(stderr, "pam_driver: unknown op '%s'\n", op);
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct pam_conv pc = { conv, getenv("KH_PIN") };
+	long cycles;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: KH_PIN=... pam_driver SERVICE USER CYCLES OP...\n");
+		return 2;
+	}
+	cycles = strtol(argv[3], NULL, 10);
+	for (long c = 0; c < cycles; c++) {
+		pam_handle_t *h = NULL;
+		int rc = pam_start(argv[1], argv[2], &pc, &h);
+
+		if (rc != PAM_SUCCESS) {
+			fprintf(stderr, "pam_start: %d\n", rc);
+			return rc;
+		}
+		for (int i = 4; i < argc && rc == PAM_SUCCESS; i++) {
+			rc = step(h, argv[i]);
+			if (rc != PAM_SUCCESS)
+				printf("%s: %d %s\n", argv[i], rc, pam_strerror(h, rc));
+		}
+		pam_end(h, rc);
+		if (rc != PAM_SUCCESS)
+			return rc;
+	}
+	return 0;
+}

@@ -19,5 +19,5 @@ tests_pam_driver_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS)
 tests_pam_driver_LDADD = $(PAM_LIBS)
 
 TESTS += tests/integration/pam.sh
-EXTRA_DIST += tests/integration/pam.sh tests/integration/pam_wrapper.sh \
+EXTRA_DIST += tests/integration/pam.sh tests/integration/pam_wrapper.sh tests/integration/pam_common.sh \
 	tests/integration/pam_valgrind.sh
