@@ -1,120 +1,213 @@
 /*
  * p11shim — a PKCS#11 module for tests that forwards every call to a real
- * module (SoftHSM2) and changes only what SoftHSM cannot show:
+ * module (SoftHSM2 by default) and misbehaves on request.
  *
- *   KH_SHIM_MODULE      the real module (default /usr/lib/softhsm/libsofthsm2.so)
- *   KH_SHIM_PIN_FLAGS   comma list of count_low, final_try, locked: OR-ed
- *                       into CK_TOKEN_INFO.flags of every token
- *   KH_SHIM_LOG         file: one line "C_Login" appended per C_Login call
- *                       (also the ones the shim refuses)
- *   KH_SHIM_VANISH      "login": C_Login answers CKR_DEVICE_REMOVED, as if
- *                       the token was pulled mid-login
+ * SoftHSM never locks a PIN and never disappears, so the PAM lockout and
+ * token-removal paths need a token that does.  Behaviour is controlled by
+ * files in the directory named by $KH_P11SHIM_DIR (files, not only the
+ * environment, because PAM stacks may scrub it):
  *
- * Settings are read from the environment on every call, so one process can
- * change them between logins.  Test code only; never installed.
+ *   module     path of the real module (default: $KH_P11SHIM_MODULE, then
+ *              /usr/lib/softhsm/libsofthsm2.so)
+ *   flags      words OR-ed into CK_TOKEN_INFO.flags: locked final_try
+ *              count_low to_be_changed; with "locked", C_Login returns
+ *              CKR_PIN_LOCKED without asking the real module
+ *   logins     every C_Login appends one line "CKR 0x..." (count = wc -l)
+ *   vanish     if present, after a successful C_Login the token is gone:
+ *              C_GetTokenInfo says CKR_TOKEN_NOT_PRESENT and session calls
+ *              CKR_DEVICE_REMOVED
+ *
+ * Test code only: it keeps process-global state, which a real module may.
  */
+/* config.h and p11-kit's pkcs11.h come first, from p11shim-gen.c (see
+ * tests/integration/token.mk). */
 #include <dlfcn.h>
-#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <p11-kit/pkcs11.h>
+#define KH_SHIM_DEFAULT_MODULE "/usr/lib/softhsm/libsofthsm2.so"
 
-#define DEFAULT_MODULE "/usr/lib/softhsm/libsofthsm2.so"
+CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR list);
 
-static void *real_handle;
+static void *real_dl;
 static CK_FUNCTION_LIST_PTR real;
 static CK_FUNCTION_LIST shim;
+static bool vanished;
+
+/* Path of a control file, or NULL when no control directory is set. */
+static const char *
+ctl_path(const char *name, char *buf, size_t len)
+{
+	const char *dir = getenv("KH_P11SHIM_DIR");
+	int n;
+
+	if (dir == NULL || dir[0] == '\0')
+		return NULL;
+	n = snprintf(buf, len, "%s/%s", dir, name);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+/* First line of a control file into buf; false if absent. */
+static bool
+ctl_read(const char *name, char *buf, size_t len)
+{
+	char path[4096];
+	const char *p = ctl_path(name, path, sizeof(path));
+	FILE *f;
+	bool ok;
+
+	if (p == NULL || (f = fopen(p, "re")) == NULL)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+static bool
+ctl_exists(const char *name)
+{
+	char path[4096];
+	const char *p = ctl_path(name, path, sizeof(path));
+	FILE *f;
+
+	if (p == NULL || (f = fopen(p, "re")) == NULL)
+		return false;
+	fclose(f);
+	return true;
+}
 
 static CK_FLAGS
-extra_flags(void)
+ctl_flags(void)
 {
-	const char *s = getenv("KH_SHIM_PIN_FLAGS");
+	char buf[256];
 	CK_FLAGS f = 0;
 
-	if (s == NULL)
+	if (!ctl_read("flags", buf, sizeof(buf)))
 		return 0;
-	if (strstr(s, "count_low"))
-		f |= CKF_USER_PIN_COUNT_LOW;
-	if (strstr(s, "final_try"))
-		f |= CKF_USER_PIN_FINAL_TRY;
-	if (strstr(s, "locked"))
+	if (strstr(buf, "locked") != NULL)
 		f |= CKF_USER_PIN_LOCKED;
+	if (strstr(buf, "final_try") != NULL)
+		f |= CKF_USER_PIN_FINAL_TRY;
+	if (strstr(buf, "count_low") != NULL)
+		f |= CKF_USER_PIN_COUNT_LOW;
+	if (strstr(buf, "to_be_changed") != NULL)
+		f |= CKF_USER_PIN_TO_BE_CHANGED;
 	return f;
 }
 
 static void
-log_call(const char *what)
+ctl_log_login(CK_RV rv)
 {
-	const char *path = getenv("KH_SHIM_LOG");
-	int fd;
+	char path[4096];
+	const char *p = ctl_path("logins", path, sizeof(path));
+	FILE *f;
 
-	if (path == NULL || *path == '\0')
+	if (p == NULL || (f = fopen(p, "ae")) == NULL)
 		return;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	if (write(fd, what, strlen(what)) < 0 || write(fd, "\n", 1) < 0) {
-		/* a test reading the log will notice the missing line */
-	}
-	close(fd);
+	fprintf(f, "CKR 0x%lx\n", (unsigned long)rv);
+	fclose(f);
 }
 
 static CK_RV
 shim_GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
 {
-	CK_RV rv = real->C_GetTokenInfo(slot, info);
+	CK_RV rv;
 
+	if (vanished)
+		return CKR_TOKEN_NOT_PRESENT;
+	rv = real->C_GetTokenInfo(slot, info);
 	if (rv == CKR_OK && info != NULL)
-		info->flags |= extra_flags();
+		info->flags |= ctl_flags();
 	return rv;
 }
 
 static CK_RV
-shim_Login(CK_SESSION_HANDLE h, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG len)
+shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG len)
 {
-	const char *vanish = getenv("KH_SHIM_VANISH");
+	CK_RV rv;
 
-	log_call("C_Login");
-	if (vanish != NULL && strcmp(vanish, "login") == 0)
-		return CKR_DEVICE_REMOVED;
-	if (type == CKU_USER && (extra_flags() & CKF_USER_PIN_LOCKED))
-		return CKR_PIN_LOCKED;
-	return real->C_Login(h, type, pin, len);
+	if (vanished)
+		rv = CKR_DEVICE_REMOVED;
+	else if (type == CKU_USER && (ctl_flags() & CKF_USER_PIN_LOCKED))
+		rv = CKR_PIN_LOCKED;
+	else
+		rv = real->C_Login(s, type, pin, len);
+	ctl_log_login(rv);
+	if (rv == CKR_OK && ctl_exists("vanish"))
+		vanished = true;
+	return rv;
+}
+
+/* After "removal" every session operation fails the way a pulled card does. */
+#define SHIM_GONE(name, params, args)                             \
+	static CK_RV shim_##name params                           \
+	{                                                         \
+		if (vanished)                                     \
+			return CKR_DEVICE_REMOVED;                \
+		return real->C_##name args;                       \
+	}
+
+SHIM_GONE(OpenSession, (CK_SLOT_ID a, CK_FLAGS b, CK_VOID_PTR c, CK_NOTIFY d, CK_SESSION_HANDLE_PTR e),
+	  (a, b, c, d, e))
+SHIM_GONE(GetSessionInfo, (CK_SESSION_HANDLE a, CK_SESSION_INFO_PTR b), (a, b))
+SHIM_GONE(FindObjectsInit, (CK_SESSION_HANDLE a, CK_ATTRIBUTE_PTR b, CK_ULONG c), (a, b, c))
+SHIM_GONE(FindObjects, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE_PTR b, CK_ULONG c, CK_ULONG_PTR d),
+	  (a, b, c, d))
+SHIM_GONE(GetAttributeValue, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ATTRIBUTE_PTR c, CK_ULONG d),
+	  (a, b, c, d))
+SHIM_GONE(SignInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))
+SHIM_GONE(Sign, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e),
+	  (a, b, c, d, e))
+
+static CK_RV
+shim_Finalize(CK_VOID_PTR reserved)
+{
+	CK_RV rv = real->C_Finalize(reserved);
+
+	vanished = false;
+	return rv;
 }
 
 static CK_RV
-load_real(void)
+shim_load(void)
 {
-	const char *path = getenv("KH_SHIM_MODULE");
+	char buf[4096];
+	const char *path = getenv("KH_P11SHIM_MODULE");
 	CK_RV (*get)(CK_FUNCTION_LIST_PTR_PTR);
 
 	if (real != NULL)
 		return CKR_OK;
-	real_handle = dlopen(path && *path ? path : DEFAULT_MODULE, RTLD_NOW | RTLD_LOCAL);
-	if (real_handle == NULL)
+	if (ctl_read("module", buf, sizeof(buf)))
+		path = buf;
+	if (path == NULL || path[0] == '\0')
+		path = KH_SHIM_DEFAULT_MODULE;
+	real_dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (real_dl == NULL)
 		return CKR_GENERAL_ERROR;
-	get = (CK_RV (*)(CK_FUNCTION_LIST_PTR_PTR))dlsym(real_handle, "C_GetFunctionList");
+	*(void **)&get = dlsym(real_dl, "C_GetFunctionList");
 	if (get == NULL || get(&real) != CKR_OK || real == NULL) {
-		dlclose(real_handle);
-		real_handle = NULL;
+		dlclose(real_dl);
+		real_dl = NULL;
 		real = NULL;
 		return CKR_GENERAL_ERROR;
 	}
 	shim = *real;
+	shim.C_GetFunctionList = C_GetFunctionList;
+	shim.C_Finalize = shim_Finalize;
 	shim.C_GetTokenInfo = shim_GetTokenInfo;
 	shim.C_Login = shim_Login;
+	shim.C_OpenSession = shim_OpenSession;
+	shim.C_GetSessionInfo = shim_GetSessionInfo;
+	shim.C_FindObjectsInit = shim_FindObjectsInit;
+	shim.C_FindObjects = shim_FindObjects;
+	shim.C_GetAttributeValue = shim_GetAttributeValue;
+	shim.C_SignInit = shim_SignInit;
+	shim.C_Sign = shim_Sign;
 	return CKR_OK;
-}
-
-__attribute__((destructor)) static void
-unload_real(void)
-{
-	if (real_handle != NULL)
-		dlclose(real_handle);
-	real_handle = NULL;
-	real = NULL;
 }
 
 __attribute__((visibility("default"))) CK_RV
@@ -124,8 +217,19 @@ C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR list)
 
 	if (list == NULL)
 		return CKR_ARGUMENTS_BAD;
-	if ((rv = load_real()) != CKR_OK)
+	rv = shim_load();
+	if (rv != CKR_OK)
 		return rv;
 	*list = &shim;
 	return CKR_OK;
+}
+
+/* The real module stays mapped while we are: drop it when we go. */
+__attribute__((destructor)) static void
+shim_unload(void)
+{
+	if (real_dl != NULL)
+		dlclose(real_dl);
+	real_dl = NULL;
+	real = NULL;
 }
