@@ -410,6 +410,8 @@ kh_check_named_file(const struct kh_loader *ld, const config_setting_t *s,
 
 	if (ld->opts->skip_file_checks || path[0] == '\0')
 		return 0;
+	if (kind == KH_FILE_SECRET && ld->opts->skip_secret_file_checks)
+		return 0;
 	/*
 	 * O_PATH: the loader only inspects these files and never reads them
 	 * (the PIN least of all), and fstat on the descriptor describes the

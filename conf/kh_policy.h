@@ -133,6 +133,13 @@ struct kh_policy_load_opts {
 	uid_t trusted_uid;
 	/* Skip checks that named files exist (used only by the fuzzer). */
 	bool skip_file_checks;
+	/*
+	 * Skip only the issuer PIN file check.  For unprivileged readers
+	 * (`kubehsm sign`) that need a setting but never the issuer: they
+	 * cannot reach a PIN file inside a root-only directory, and never
+	 * use it.  The config file and other named files are still checked.
+	 */
+	bool skip_secret_file_checks;
 };
 
 /* Load and validate. Returns NULL and fills err ("file:line: ...") on failure. */

@@ -1,12 +1,275 @@
+/*
+ * kubehsm sign '<json>' — the external signer (external-signer.authentication.k8s.io/v1alpha1).
+ *
+ * A client's crypto.Signer execs this with one JSON request; the answer goes
+ * to stdout.  CertificateRequest -> CertificateResponse (base64 DER),
+ * SignRequest -> SignResponse (base64 signature, as Go's crypto.Signer
+ * returns it).  The client never receives key material.
+ *
+ * signer.key = "session": the cached session key and certificate.
+ * signer.key = "token":   the user's token key, unlocked with the PIN cached
+ *                         at login (session.cache_pin), and the token
+ *                         certificate.
+ * A "pin" in the request's configuration map is ignored with a warning.
+ */
 #include "config.h"
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "kh_cache.h"
 #include "kh_cli.h"
+#include "kh_mem.h"
+#include "kh_pkcs11.h"
+#include "kh_policy.h"
+#include "kh_proto.h"
+#include "kh_sign.h"
+
+static void
+kh_sign_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: kubehsm sign [--key session|token] [--issuer ID] [--config FILE] REQUEST\n\n"
+		"External signer (%s): REQUEST is one JSON\n"
+		"CertificateRequest or SignRequest; the CertificateResponse (base64 DER\n"
+		"certificate) or SignResponse (base64 signature) goes to stdout.\n"
+		"Signs with your kube session: the client never sees a key.  RSA\n"
+		"PKCS#1 v1.5, RSA-PSS and ECDSA; SHA-256/384/512 (Go crypto.Hash 5/6/7).\n\n"
+		"  --key session   sign with the session key, answer the session certificate\n"
+		"  --key token     sign on your token with the PIN cached at login\n"
+		"                  (session.cache_pin), answer the token certificate\n"
+		"                  (default: the policy's signer.key, else session)\n"
+		"  --issuer ID     the issuer's session (default: the default issuer)\n"
+		"  --config FILE   policy file (default $KUBEHSM_CONFIG, then %s)\n"
+		"  -h, --help      show this help\n\n"
+		"A \"pin\" in the request's configuration is ignored with a warning: PINs do\n"
+		"not belong in kubeconfig.  Exit status: 0 answered, 1 failed (one line on\n"
+		"stderr, nothing on stdout), 2 usage error.\n",
+		KH_SIGNER_API_VERSION, KH_DEFAULT_CONFIG);
+}
+
+static int
+kh_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* DER of the first certificate in a PEM bundle; malloc'd. */
+static int
+kh_pem_first_der(const char *pem, unsigned char **der, size_t *der_len, kh_error *err)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	unsigned char *p = NULL;
+	int n = -1;
+
+	if (x != NULL)
+		n = i2d_X509(x, &p);
+	X509_free(x);
+	BIO_free(b);
+	if (n <= 0)
+		return kh_fail_ssl(err, KH_ERR_REFUSED, "the cached certificate cannot be read");
+	*der = malloc((size_t)n);
+	if (*der == NULL) {
+		OPENSSL_free(p);
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	}
+	memcpy(*der, p, (size_t)n);
+	OPENSSL_free(p);
+	*der_len = (size_t)n;
+	return 0;
+}
+
+static EVP_PKEY *
+kh_pem_key(const char *pem, kh_error *err)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+
+	BIO_free(b);
+	if (k == NULL)
+		kh_fail_ssl(err, KH_ERR_REFUSED, "the cached session key cannot be read");
+	return k;
+}
+
+/* signer.key from the policy; "session" when no policy file exists. */
+static int
+kh_signer_mode(const char *config, enum kh_signer_key *mode, char **module, kh_error *err)
+{
+	/* Root-owned config; the issuer PIN file is root's and never used here. */
+	struct kh_policy_load_opts opts = { .trusted_uid = 0, .skip_file_checks = false,
+					    .skip_secret_file_checks = true };
+	const char *path = kh_cli_config_path(config);
+	struct kh_policy *policy;
+	struct stat st;
+
+	*module = NULL;
+	if (config == NULL && stat(path, &st) != 0 && errno == ENOENT) {
+		*mode = KH_SIGNER_SESSION;
+		return 0;
+	}
+	policy = kh_policy_load(path, &opts, err);
+	if (policy == NULL)
+		return -1;
+	*mode = policy->signer.key;
+	*module = policy->pkcs11.module ? strdup(policy->pkcs11.module) : NULL;
+	kh_policy_free(policy);
+	return 0;
+}
 
 int
 kh_cmd_sign(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	kh_cli_error("sign: not implemented yet");
-	return KH_EXIT_FAIL;
+	const char *request = NULL, *issuer = "", *config = NULL, *key_opt = NULL;
+	enum kh_signer_key mode = KH_SIGNER_SESSION;
+	struct kh_signer_request req;
+	struct kh_record *rec = NULL;
+	enum kh_cache_miss miss;
+	struct kh_p11 *p11 = NULL;
+	EVP_PKEY *pkey = NULL;
+	unsigned char *der = NULL, *sig = NULL;
+	size_t der_len = 0, sig_len = 0, out_len = 0;
+	char *out = NULL, *pin = NULL, *module = NULL;
+	kh_error err;
+	int i, rc = KH_EXIT_FAIL;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			kh_sign_usage(stdout);
+			return KH_EXIT_OK;
+		} else if (strcmp(a, "--key") == 0 && i + 1 < argc) {
+			key_opt = argv[++i];
+		} else if (strcmp(a, "--issuer") == 0 && i + 1 < argc) {
+			issuer = argv[++i];
+		} else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
+			config = argv[++i];
+		} else if (a[0] == '-' && a[1] == '-' && request == NULL && strcmp(a, "--") != 0) {
+			kh_cli_error("sign: unknown option '%s'; run 'kubehsm sign --help'", a);
+			return KH_EXIT_USAGE;
+		} else if (strcmp(a, "--") == 0 && i + 1 < argc && request == NULL) {
+			request = argv[++i];
+		} else if (request == NULL) {
+			request = a;
+		} else {
+			kh_cli_error("sign: one JSON request argument expected; run 'kubehsm sign --help'");
+			return KH_EXIT_USAGE;
+		}
+	}
+	if (request == NULL) {
+		kh_cli_error("sign: no request: pass one JSON CertificateRequest or SignRequest "
+			     "argument (%s)", KH_SIGNER_API_VERSION);
+		return KH_EXIT_USAGE;
+	}
+	if (key_opt != NULL && strcmp(key_opt, "session") != 0 && strcmp(key_opt, "token") != 0) {
+		kh_cli_error("sign: --key must be 'session' or 'token', not '%s'", key_opt);
+		return KH_EXIT_USAGE;
+	}
+
+	if (kh_signer_request_parse(request, strlen(request), &req, &err) != 0) {
+		kh_cli_error("sign: %s", err.msg);
+		return KH_EXIT_FAIL;
+	}
+	if (req.config.pin_given)
+		kh_cli_error("warning: ignoring the \"pin\" in the signer configuration: PINs do "
+			     "not belong in kubeconfig; your kube session unlocks signing");
+
+	if (key_opt != NULL) {
+		mode = strcmp(key_opt, "token") == 0 ? KH_SIGNER_TOKEN : KH_SIGNER_SESSION;
+		if (mode == KH_SIGNER_TOKEN &&
+		    kh_signer_mode(config, &(enum kh_signer_key){0}, &module, &err) != 0) {
+			kh_cli_error("sign: %s", err.msg);
+			goto out;
+		}
+	} else if (kh_signer_mode(config, &mode, &module, &err) != 0) {
+		kh_cli_error("sign: %s", err.msg);
+		goto out;
+	}
+
+	if (kh_cache_find(issuer, &rec, &miss, &err) != 0) {
+		kh_cli_error("%s", err.msg);
+		goto out;
+	}
+
+	if (req.kind == KH_SIGNER_CERTIFICATE) {
+		const char *pem = mode == KH_SIGNER_TOKEN ? rec->token_cert_pem
+							       : rec->cert_chain_pem;
+
+		if (pem == NULL || pem[0] == '\0') {
+			kh_cli_error("sign: the session holds no %s certificate",
+				     mode == KH_SIGNER_TOKEN ? "token" : "session");
+			goto out;
+		}
+		if (kh_pem_first_der(pem, &der, &der_len, &err) != 0 ||
+		    kh_signer_certificate_response(der, der_len, &out, &out_len, &err) != 0) {
+			kh_cli_error("sign: %s", err.msg);
+			goto out;
+		}
+	} else {
+		if (mode == KH_SIGNER_TOKEN) {
+			if (rec->token_uri == NULL || rec->token_uri[0] == '\0') {
+				kh_cli_error("sign: the session does not name the token key");
+				goto out;
+			}
+			if (module == NULL) {
+				kh_cli_error("sign: signer.key = \"token\" needs pkcs11.module in the policy");
+				goto out;
+			}
+			if (kh_cache_find_pin(issuer, &pin, &err) != 0) {
+				kh_cli_error("sign: %s (signer.key = \"token\" needs "
+					     "session.cache_pin = true)", err.msg);
+				goto out;
+			}
+			if (kh_p11_open_uri_key(module, rec->token_uri, pin, &p11, &pkey, &err) != 0) {
+				kh_cli_error("sign: token: %s", err.msg);
+				goto out;
+			}
+		} else if ((pkey = kh_pem_key(rec->key_pem, &err)) == NULL) {
+			kh_cli_error("sign: %s", err.msg);
+			goto out;
+		}
+		if (kh_sign_digest(pkey, &req.opts, req.digest, req.digest_len, &sig, &sig_len,
+				   &err) != 0 ||
+		    kh_signer_sign_response(sig, sig_len, &out, &out_len, &err) != 0) {
+			kh_cli_error("sign: %s", err.msg);
+			goto out;
+		}
+	}
+	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
+		kh_cli_error("sign: cannot write the response: %s", strerror(errno));
+		goto out;
+	}
+	rc = KH_EXIT_OK;
+out:
+	free(out);
+	free(der);
+	free(sig);
+	EVP_PKEY_free(pkey);
+	kh_p11_close(p11);
+	kh_secure_strfree(pin);
+	free(module);
+	kh_record_free(rec);
+	kh_signer_request_free(&req);
+	return rc;
 }
