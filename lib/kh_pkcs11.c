@@ -55,6 +55,24 @@ kh_p11_last_ckr(void)
 	return (unsigned long)ERR_GET_REASON(e);
 }
 
+static bool
+kh_p11_token_gone(unsigned long ckr)
+{
+	return ckr == KH_CKR_TOKEN_NOT_PRESENT || ckr == KH_CKR_DEVICE_REMOVED;
+}
+
+/* A failed token operation: "removed" when the token went away, else the
+ * library's own reason. */
+static int
+kh_p11_fail_op(kh_error *err, const char *label, const char *what)
+{
+	if (kh_p11_token_gone(kh_p11_last_ckr())) {
+		ERR_clear_error();
+		return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
+	}
+	return kh_fail_ssl(err, KH_ERR_TOKEN, "token '%s': %s", label, what);
+}
+
 struct kh_p11 *
 kh_p11_open(const char *path, kh_error *err)
 {
@@ -278,8 +296,7 @@ kh_p11_cert_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 		return -1;
 	ERR_clear_error();
 	if (PKCS11_enumerate_certs(p->slot->token, &certs, &n) != 0)
-		return kh_fail_ssl(err, KH_ERR_TOKEN, "token '%s': cannot list certificates",
-				   p->slot->token->label);
+		return kh_p11_fail_op(err, p->slot->token->label, "cannot list certificates");
 	for (i = 0; i < n; i++) {
 		if (kh_p11_matches(m, certs[i].label, certs[i].id, certs[i].id_len)) {
 			found = &certs[i];
@@ -314,8 +331,7 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 		return kh_fail(err, KH_ERR_INTERNAL, "token '%s': not logged in", p->slot->token->label);
 	ERR_clear_error();
 	if (PKCS11_enumerate_keys(p->slot->token, &keys, &n) != 0)
-		return kh_fail_ssl(err, KH_ERR_TOKEN, "token '%s': cannot list keys",
-				   p->slot->token->label);
+		return kh_p11_fail_op(err, p->slot->token->label, "cannot list keys");
 	for (i = 0; i < n; i++) {
 		if (keys[i].isPrivate &&
 		    kh_p11_matches(m, keys[i].label, keys[i].id, keys[i].id_len)) {
@@ -333,8 +349,7 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 	/* libp11 returns its cached EVP_PKEY with one more reference: ours. */
 	*key = PKCS11_get_private_key(found);
 	if (*key == NULL)
-		return kh_fail_ssl(err, KH_ERR_TOKEN, "token '%s': key %s cannot be used",
-				   p->slot->token->label, kh_p11_match_name(m));
+		return kh_p11_fail_op(err, p->slot->token->label, "the key cannot be used");
 	return 0;
 }
 
@@ -424,10 +439,9 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 		return kh_fail(err, KH_ERR_LOCKED, "token '%s' is locked (too many wrong PINs)", label);
 	case KH_CKR_PIN_EXPIRED:
 		return kh_fail(err, KH_ERR_AUTH, "the PIN of token '%s' has expired; change it first", label);
-	case KH_CKR_TOKEN_NOT_PRESENT:
-	case KH_CKR_DEVICE_REMOVED:
-		return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
 	default:
+		if (kh_p11_token_gone(ckr))
+			return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
 		return kh_fail(err, KH_ERR_TOKEN, "token '%s': login failed (CKR 0x%lx)", label, ckr);
 	}
 }
@@ -458,7 +472,12 @@ kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
 	}
 	sig = OPENSSL_malloc(siglen);
 	if (sig == NULL || EVP_DigestSign(md, sig, &siglen, challenge, sizeof(challenge)) != 1) {
-		kh_fail_ssl(err, KH_ERR_TOKEN, "the token failed to sign the challenge");
+		if (kh_p11_token_gone(kh_p11_last_ckr())) {
+			ERR_clear_error();
+			kh_fail(err, KH_ERR_NOTFOUND, "the token was removed while signing");
+		} else {
+			kh_fail_ssl(err, KH_ERR_TOKEN, "the token failed to sign the challenge");
+		}
 		goto out;
 	}
 	EVP_MD_CTX_free(md);

@@ -183,6 +183,38 @@ like "$err" "symbolic links are refused" "PIN file behind a symlink refused"
 run "$PROBE" pinfile "$PKI_DIR/issuer.pin"
 is "$out" "pin length 4" "PIN file: one trailing newline stripped"
 
+# ---- PIN lockout and token removal, through tests/p11shim ----
+SHIM=$KH_BUILDDIR/tests/p11shim/.libs/libp11shim.so
+if [ -r "$SHIM" ]; then
+	export KH_P11SHIM_DIR=$KH_TMP/shim
+	mkdir -p "$KH_P11SHIM_DIR"
+	logins() { if [ -f "$KH_P11SHIM_DIR/logins" ]; then grep -c . "$KH_P11SHIM_DIR/logins"; else echo 0; fi; }
+	run "$PROBE" -m "$SHIM" pop alice 1234 kube
+	like "$out" "pop ok" "shim: forwards to SoftHSM (proof of possession through it)"
+	is "$(logins)" 1 "shim: a good login is exactly one C_Login"
+	: >"$KH_P11SHIM_DIR/logins"
+	run "$PROBE" -m "$SHIM" login alice 0000
+	like "$err" "auth: wrong PIN" "shim: wrong PIN is an auth error"
+	is "$(logins)" 1 "a wrong PIN costs exactly one C_Login"
+	run "$PROBE" login alice 1234   # clear SoftHSM's count-low again
+	echo "final_try count_low" >"$KH_P11SHIM_DIR/flags"
+	run "$PROBE" -m "$SHIM" find alice
+	like "$out" "flags=count_low,final_try," "final-try and count-low are reported before login"
+	echo locked >"$KH_P11SHIM_DIR/flags"
+	: >"$KH_P11SHIM_DIR/logins"
+	run "$PROBE" -m "$SHIM" login alice 1234
+	like "$err" "locked: token 'alice' is locked" "a locked token is refused"
+	is "$(logins)" 0 "a locked token is not tried: no C_Login at all"
+	rm -f "$KH_P11SHIM_DIR/flags"
+	touch "$KH_P11SHIM_DIR/vanish"
+	run "$PROBE" -m "$SHIM" pop alice 1234 kube
+	like "$err" "not-found: token 'alice' was removed" "a token removed after login: not-found, clear message"
+	rm -f "$KH_P11SHIM_DIR/vanish"
+	unset KH_P11SHIM_DIR
+else
+	skip "tests/p11shim not built"
+fi
+
 # ---- leaks, costs ----
 if command -v valgrind >/dev/null 2>&1; then
 	run valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 \
