@@ -1,12 +1,209 @@
+/*
+ * kubehsm admin list [--json]           — every user's kube sessions (root)
+ * kubehsm admin revoke USER [--issuer ID] — end one user's session (root)
+ *
+ * The records live in each user's own keyring; reaching another uid's
+ * keyring needs root, so these views run as root (sudo, or pkexec for the
+ * polkit action org.kubehsm.admin-sessions).  kubehsm is never setuid.
+ * Listings never carry the session key.
+ */
 #include "config.h"
 
+#include <errno.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "kh_cache.h"
 #include "kh_cli.h"
+#include "kh_proto.h"
+
+static void
+kh_admin_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: kubehsm admin list [--json]\n"
+		"       kubehsm admin revoke USER [--issuer ID]\n\n"
+		"Administrator views of the kube session cache.  They read and change\n"
+		"other users' kernel keyrings, which only root can: run them with sudo,\n"
+		"or through pkexec (polkit action org.kubehsm.admin-sessions, auth_admin).\n\n"
+		"  list            every user's sessions: uid, user, issuer, state, expiry,\n"
+		"                  identity and groups (never the key)\n"
+		"  revoke USER     end USER's session now (a user name or uid); kubectl\n"
+		"                  stops getting credentials for them until they log in\n"
+		"  --issuer ID     revoke that issuer's session (default: the default issuer)\n"
+		"  --json          list as a JSON array\n"
+		"  -h, --help      show this help\n\n"
+		"Exit status: 0 done, 1 failed (not root, no such user...), 2 usage.\n");
+}
+
+static const char *
+kh_state_name(enum kh_cache_miss m)
+{
+	switch (m) {
+	case KH_MISS_NONE: return "active";
+	case KH_MISS_ABSENT: return "none";
+	case KH_MISS_EXPIRED: return "expired";
+	case KH_MISS_REVOKED: return "ended";
+	case KH_MISS_REFUSED: return "refused";
+	}
+	return "unknown";
+}
+
+static int
+kh_need_root(void)
+{
+	if (geteuid() == 0)
+		return 0;
+	kh_cli_error("admin views need root: run 'sudo kubehsm admin ...' or "
+		     "'pkexec kubehsm admin ...' (polkit action org.kubehsm.admin-sessions)");
+	return -1;
+}
+
+static int
+kh_admin_list(bool json)
+{
+	struct kh_cache_entry *e = NULL;
+	size_t n = 0, i, g;
+	json_t *arr = NULL;
+	kh_error err;
+
+	if (kh_cache_list((uid_t)-1, &e, &n, &err) != 0) {
+		kh_cli_error("admin list: %s", err.msg);
+		return KH_EXIT_FAIL;
+	}
+	if (json)
+		arr = json_array();
+	else
+		printf("%-7s %-16s %-10s %-8s %-21s %-16s %s\n", "UID", "USER", "ISSUER", "STATE",
+		       "EXPIRES", "IDENTITY", "GROUPS");
+	for (i = 0; i < n; i++) {
+		const struct kh_record *r = e[i].rec;
+		char exp[32] = "-";
+		const char *issuer = r && r->issuer_id && r->issuer_id[0] ? r->issuer_id : "default";
+
+		if (r != NULL && kh_format_rfc3339((time_t)r->expires, exp, sizeof(exp), NULL) != 0)
+			snprintf(exp, sizeof(exp), "-");
+		if (json) {
+			json_t *o = json_object(), *ga = json_array();
+
+			json_object_set_new(o, "uid", json_integer((json_int_t)e[i].uid));
+			json_object_set_new(o, "key", json_string(e[i].description));
+			json_object_set_new(o, "state", json_string(kh_state_name(e[i].state)));
+			if (e[i].problem[0])
+				json_object_set_new(o, "problem", json_string(e[i].problem));
+			if (r != NULL) {
+				json_object_set_new(o, "user", json_string(r->user));
+				json_object_set_new(o, "issuerId", json_string(r->issuer_id ? r->issuer_id : ""));
+				json_object_set_new(o, "username", json_string(r->kube_user));
+				for (g = 0; g < r->ngroups; g++)
+					json_array_append_new(ga, json_string(r->groups[g]));
+				json_object_set_new(o, "expirationTimestamp", json_string(exp));
+				json_object_set_new(o, "logins", json_integer(r->logins));
+			}
+			json_object_set_new(o, "groups", ga);
+			json_array_append_new(arr, o);
+		} else {
+			printf("%-7u %-16s %-10s %-8s %-21s %-16s ", (unsigned)e[i].uid,
+			       r ? r->user : "-", issuer, kh_state_name(e[i].state), exp,
+			       r ? r->kube_user : "-");
+			for (g = 0; r != NULL && g < r->ngroups; g++)
+				printf("%s%s", g ? "," : "", r->groups[g]);
+			printf("%s%s\n", e[i].problem[0] ? "  # " : "", e[i].problem);
+		}
+	}
+	if (json) {
+		json_dumpf(arr, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(arr);
+	}
+	kh_cache_entries_free(e, n);
+	return fflush(stdout) == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
+}
+
+static int
+kh_admin_revoke(const char *who, const char *issuer)
+{
+	struct passwd *pw = getpwnam(who);
+	char *end;
+	uid_t uid;
+	kh_error err;
+	int r;
+
+	if (pw != NULL) {
+		uid = pw->pw_uid;
+	} else {
+		errno = 0;
+		unsigned long v = strtoul(who, &end, 10);
+
+		if (who[0] == '\0' || *end != '\0' || errno != 0 || v >= (unsigned long)(uid_t)-1) {
+			kh_cli_error("admin revoke: no such user '%s'", who);
+			return KH_EXIT_FAIL;
+		}
+		uid = (uid_t)v;
+	}
+	r = kh_cache_revoke(uid, issuer, &err);
+	if (r < 0) {
+		kh_cli_error("admin revoke: %s", err.msg);
+		return KH_EXIT_FAIL;
+	}
+	printf(r == 0 ? "Ended the kube session of %s (uid %u).\n"
+		      : "%s (uid %u) has no kube session.\n", who, (unsigned)uid);
+	return KH_EXIT_OK;
+}
 
 int
 kh_cmd_admin(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	kh_cli_error("admin: not implemented yet");
-	return KH_EXIT_FAIL;
+	const char *issuer = "", *user = NULL;
+	bool json = false;
+	int i;
+
+	if (argc < 2) {
+		kh_admin_usage(stderr);
+		return KH_EXIT_USAGE;
+	}
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "help") == 0) {
+			kh_admin_usage(stdout);
+			return KH_EXIT_OK;
+		}
+	}
+	if (strcmp(argv[1], "list") == 0) {
+		for (i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--json") == 0) {
+				json = true;
+			} else {
+				kh_cli_error("admin list: unexpected argument '%s'", argv[i]);
+				return KH_EXIT_USAGE;
+			}
+		}
+		return kh_need_root() == 0 ? kh_admin_list(json) : KH_EXIT_FAIL;
+	}
+	if (strcmp(argv[1], "revoke") == 0) {
+		for (i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--issuer") == 0 && i + 1 < argc)
+				issuer = argv[++i];
+			else if (user == NULL && argv[i][0] != '-')
+				user = argv[i];
+			else {
+				kh_cli_error("admin revoke: unexpected argument '%s'", argv[i]);
+				return KH_EXIT_USAGE;
+			}
+		}
+		if (user == NULL) {
+			kh_cli_error("admin revoke: which user? run 'kubehsm admin --help'");
+			return KH_EXIT_USAGE;
+		}
+		return kh_need_root() == 0 ? kh_admin_revoke(user, issuer) : KH_EXIT_FAIL;
+	}
+	kh_cli_error("unknown admin command '%s'; run 'kubehsm admin --help'", argv[1]);
+	return KH_EXIT_USAGE;
 }

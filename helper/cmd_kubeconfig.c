@@ -1,12 +1,123 @@
+/*
+ * kubehsm kubeconfig [--name NAME] [--issuer ID] [--api-version V] [--merge FILE]
+ *
+ * Print a kubeconfig `users:` entry that runs `kubehsm exec` with
+ * interactiveMode: Never, or (--merge) the kubectl commands that add it to
+ * a kubeconfig.  Nothing is written: kubeconfig is the user's file.
+ */
 #include "config.h"
 
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "kh_cli.h"
+#include "kh_proto.h"
+
+static void
+kh_kubeconfig_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: kubehsm kubeconfig [--name NAME] [--issuer ID] [--api-version V]\n"
+		"                          [--command PATH] [--merge FILE]\n\n"
+		"Print a kubeconfig users: entry that gets credentials from 'kubehsm exec'\n"
+		"(interactiveMode: Never, provideClusterInfo: true).  Point a context's\n"
+		"user at NAME.\n\n"
+		"  --name NAME      the user entry's name (default: kubehsm)\n"
+		"  --issuer ID      pass --issuer ID to kubehsm exec (several issuers)\n"
+		"  --api-version V  client.authentication.k8s.io/v1 (default) or v1beta1\n"
+		"  --command PATH   the kubehsm to run (default: this program's path)\n"
+		"  --merge FILE     print the kubectl commands that add the entry to FILE\n"
+		"                   instead of the YAML\n"
+		"  -h, --help       show this help\n");
+}
 
 int
 kh_cmd_kubeconfig(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	kh_cli_error("kubeconfig: not implemented yet");
-	return KH_EXIT_FAIL;
+	const char *name = "kubehsm", *issuer = NULL, *merge = NULL, *command = NULL;
+	const char *api = "client.authentication.k8s.io/v1";
+	char self[PATH_MAX];
+	ssize_t n;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			kh_kubeconfig_usage(stdout);
+			return KH_EXIT_OK;
+		} else if (v != NULL && strcmp(a, "--name") == 0) {
+			name = v; i++;
+		} else if (v != NULL && strcmp(a, "--issuer") == 0) {
+			issuer = v; i++;
+		} else if (v != NULL && strcmp(a, "--merge") == 0) {
+			merge = v; i++;
+		} else if (v != NULL && strcmp(a, "--command") == 0) {
+			command = v; i++;
+		} else if (v != NULL && strcmp(a, "--api-version") == 0) {
+			if (kh_exec_api_from_string(v) == KH_EXEC_API_NONE) {
+				kh_cli_error("kubeconfig: unsupported --api-version '%s'", v);
+				return KH_EXIT_USAGE;
+			}
+			api = v; i++;
+		} else {
+			kh_cli_error("kubeconfig: unexpected argument '%s'; run 'kubehsm kubeconfig --help'", a);
+			return KH_EXIT_USAGE;
+		}
+	}
+	if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@-") !=
+	    strlen(name) || name[0] == '\0') {
+		kh_cli_error("kubeconfig: --name may use letters, digits and . _ @ - only");
+		return KH_EXIT_USAGE;
+	}
+	if (issuer != NULL && (issuer[0] == '\0' || strlen(issuer) > 32 ||
+	    strspn(issuer, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+	    strlen(issuer))) {
+		kh_cli_error("kubeconfig: --issuer must be 1-32 of [A-Za-z0-9._-]");
+		return KH_EXIT_USAGE;
+	}
+	if (command == NULL) {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0) {
+			command = "kubehsm";
+		} else {
+			self[n] = '\0';
+			command = self;
+		}
+	}
+	if (strpbrk(command, "'\"\\\n: #") != NULL) {
+		kh_cli_error("kubeconfig: the command path '%s' needs quoting; pass --command", command);
+		return KH_EXIT_USAGE;
+	}
+
+	if (merge != NULL) {
+		printf("# Add the kubehsm user entry to %s (kubectl 1.30 or later):\n"
+		       "kubectl --kubeconfig '%s' config set-credentials %s \\\n"
+		       "  --exec-api-version=%s --exec-command=%s \\\n"
+		       "  --exec-arg=exec%s%s --exec-interactive-mode=Never\n"
+		       "# kubectl 1.27-1.29 lack --exec-interactive-mode: drop it (kubehsm\n"
+		       "# never prompts either way) or paste the YAML from 'kubehsm kubeconfig'.\n"
+		       "# Then use it in a context:\n"
+		       "kubectl --kubeconfig '%s' config set-context --current --user=%s\n",
+		       merge, merge, name, api, command, issuer ? " --exec-arg=--issuer --exec-arg=" : "",
+		       issuer ? issuer : "", merge, name);
+		return KH_EXIT_OK;
+	}
+	printf("users:\n"
+	       "- name: %s\n"
+	       "  user:\n"
+	       "    exec:\n"
+	       "      apiVersion: %s\n"
+	       "      command: %s\n"
+	       "      args:\n"
+	       "      - exec\n", name, api, command);
+	if (issuer != NULL)
+		printf("      - --issuer\n      - %s\n", issuer);
+	printf("      interactiveMode: Never\n"
+	       "      provideClusterInfo: true\n");
+	return fflush(stdout) == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
 }

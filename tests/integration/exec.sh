@@ -216,6 +216,50 @@ isnt "$rc" 0 "after logout kubectl gets nothing"
 runu "$alice" "$KUBEHSM" status --issuer second
 is "$rc" 0 "logout ended only the default issuer's session"
 
+# --- kubeconfig: the printed entry works as is ------------------------------
+"$PROBE" store "$A" "$alice" user 600 $(mat sess) --groups dev,ops >/dev/null
+KCG=$KH_TMP/kubeconfig-generated
+{ printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: %s\n    certificate-authority: %s\n' \
+	"$KUBEAPI_URL" "$KUBEAPI_CA"
+  printf 'contexts:\n- name: t\n  context: {cluster: t, user: me}\ncurrent-context: t\n'
+  "$KUBEHSM" kubeconfig --name me; } >"$KCG"
+chown "$alice" "$KCG"
+grep -q '^      interactiveMode: Never$' "$KCG"
+ok $? "kubeconfig prints an exec entry with interactiveMode: Never"
+runu "$alice" "${KUBECTLS[-1]}" --kubeconfig "$KCG" get --raw /version </dev/null
+like "$out" 'v1.30.0-kubehsm' "kubectl works with the entry 'kubehsm kubeconfig' printed" || diag "$err"
+KCM=$(getent passwd "$alice" | cut -d: -f6)/kubeconfig-merged   # kubectl writes a lock file beside it
+printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: %s\n    certificate-authority: %s\ncontexts:\n- name: t\n  context: {cluster: t}\ncurrent-context: t\nusers: []\n' \
+	"$KUBEAPI_URL" "$KUBEAPI_CA" >"$KCM"
+chown "$alice" "$KCM"
+cmds=$("$KUBEHSM" kubeconfig --merge "$KCM" --name merged | grep -v '^#' |
+	sed "s|^kubectl |${KUBECTLS[-1]} |")
+as_user "$alice" bash -c "$cmds" >/dev/null 2>&1
+runu "$alice" "${KUBECTLS[-1]}" --kubeconfig "$KCM" get --raw /version </dev/null
+like "$out" 'v1.30.0-kubehsm' "the kubectl commands 'kubeconfig --merge' prints add a working entry" || diag "$err"
+
+# --- --help everywhere -------------------------------------------------------
+for c in exec sign status logout kubeconfig admin config; do
+	run "$KUBEHSM" "$c" --help
+	if [ "$rc" -eq 0 ] && grep -q "^Usage: kubehsm $c" <<<"$out"; then pass "kubehsm $c --help"
+	else fail "kubehsm $c --help"; diag "rc=$rc $out$err"; fi
+done
+
+# --- admin views --------------------------------------------------------------
+run "$KUBEHSM" admin list
+like "$out" "^$A +$alice +default +active +[0-9TZ:-]+ +$alice +dev,ops" "root: admin list shows alice's session"
+unlike "$out" 'PRIVATE KEY' "admin list never shows a key"
+runu "$bob" "$KUBEHSM" admin list
+if [ "$rc" -ne 0 ] && grep -q 'need root' <<<"$err"; then pass "admin list as a user: refused, says it needs root"
+else fail "admin list as bob"; diag "rc=$rc $out$err"; fi
+runu "$bob" "$KUBEHSM" admin revoke "$alice"
+isnt "$rc" 0 "bob cannot revoke alice's session"
+run "$KUBEHSM" admin revoke "$alice"
+is "$rc" 0 "root revokes alice's session" || diag "$err"
+runu "$alice" env KUBERNETES_EXEC_INFO="$V1" "$KUBEHSM" exec </dev/null
+if [ "$rc" -ne 0 ] && [ -z "$out" ] && grep -q 'revoked' <<<"$err"; then pass "after admin revoke alice is told her session was ended"
+else fail "after admin revoke"; diag "rc=$rc $out$err"; fi
+
 # --- a long-running client-go client picks up a new session --------------
 # kubectl proxy keeps one client for its whole life; client-go re-runs the
 # plugin when expirationTimestamp passes.  Session 1 expires 6 s after it is
