@@ -184,7 +184,7 @@ run "$PROBE" pinfile "$PKI_DIR/issuer.pin"
 is "$out" "pin length 4" "PIN file: one trailing newline stripped"
 
 # ---- PIN lockout and token removal, through tests/p11shim ----
-SHIM=$KH_BUILDDIR/tests/p11shim/.libs/libp11shim.so
+SHIM=$KH_BUILDDIR/tests/p11shim/.libs/libkhp11shim.so
 if [ -r "$SHIM" ]; then
 	export KH_P11SHIM_DIR=$KH_TMP/shim
 	mkdir -p "$KH_P11SHIM_DIR"

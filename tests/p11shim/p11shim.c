@@ -1,31 +1,38 @@
 /*
  * p11shim — a PKCS#11 module for tests that forwards every call to a real
- * module (SoftHSM2 by default) and misbehaves on request.
+ * module (SoftHSM2 by default) and misbehaves on request: SoftHSM never
+ * locks a PIN and never disappears, so the lockout and token-removal paths
+ * need a token that does.
  *
- * SoftHSM never locks a PIN and never disappears, so the PAM lockout and
- * token-removal paths need a token that does.  Behaviour is controlled by
- * files in the directory named by $KH_P11SHIM_DIR (files, not only the
- * environment, because PAM stacks may scrub it):
+ * Environment (read on every call, so one process can change it):
+ *   KH_SHIM_MODULE      the real module (default /usr/lib/softhsm/libsofthsm2.so)
+ *   KH_SHIM_PIN_FLAGS   list of count_low, final_try, locked, to_be_changed:
+ *                       OR-ed into CK_TOKEN_INFO.flags; with "locked",
+ *                       C_Login answers CKR_PIN_LOCKED without asking
+ *   KH_SHIM_LOG         file: one line "C_Login" appended per C_Login call
+ *                       (also the ones the shim refuses)
+ *   KH_SHIM_VANISH      "login": C_Login answers CKR_DEVICE_REMOVED (token
+ *                       pulled mid-login); "after-login": a successful
+ *                       C_Login works, then the token is gone (token info
+ *                       CKR_TOKEN_NOT_PRESENT, session calls CKR_DEVICE_REMOVED)
  *
- *   module     path of the real module (default: $KH_P11SHIM_MODULE, then
- *              /usr/lib/softhsm/libsofthsm2.so)
- *   flags      words OR-ed into CK_TOKEN_INFO.flags: locked final_try
- *              count_low to_be_changed; with "locked", C_Login returns
- *              CKR_PIN_LOCKED without asking the real module
- *   logins     every C_Login appends one line "CKR 0x..." (count = wc -l)
- *   vanish     if present, after a successful C_Login the token is gone:
- *              C_GetTokenInfo says CKR_TOKEN_NOT_PRESENT and session calls
- *              CKR_DEVICE_REMOVED
+ * The same settings may come from files in $KH_P11SHIM_DIR, for PAM stacks
+ * that scrub the environment: "module", "flags", "vanish" (content as the
+ * variable; an empty vanish file means after-login); C_Login lines are then
+ * also appended to "logins" there.
  *
- * Test code only: it keeps process-global state, which a real module may.
+ * Built by tests/integration/pam.mk (libkhp11shim.la).  Test code only: it
+ * keeps process-global state, never installed.
  */
-/* config.h and p11-kit's pkcs11.h come first, from p11shim-gen.c (see
- * tests/integration/token.mk). */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <p11-kit/pkcs11.h>
 
 #define KH_SHIM_DEFAULT_MODULE "/usr/lib/softhsm/libsofthsm2.so"
 
@@ -80,13 +87,44 @@ ctl_exists(const char *name)
 	return true;
 }
 
+/* A setting from the environment, else from the control directory. */
+static const char *
+setting(const char *var, const char *file, char *buf, size_t len)
+{
+	const char *v = getenv(var);
+
+	if (v != NULL && v[0] != '\0')
+		return v;
+	if (ctl_read(file, buf, len))
+		return buf;
+	if (strcmp(file, "vanish") == 0 && ctl_exists("vanish")) {
+		snprintf(buf, len, "after-login");
+		return buf;
+	}
+	return NULL;
+}
+
+static bool
+vanish_is(const char *mode)
+{
+	char buf[64];
+	const char *v = setting("KH_SHIM_VANISH", "vanish", buf, sizeof(buf));
+
+	if (v == NULL)
+		return false;
+	if (v[0] == '\0')
+		v = "after-login";
+	return strcmp(v, mode) == 0;
+}
+
 static CK_FLAGS
 ctl_flags(void)
 {
-	char buf[256];
+	char store[256];
+	const char *buf = setting("KH_SHIM_PIN_FLAGS", "flags", store, sizeof(store));
 	CK_FLAGS f = 0;
 
-	if (!ctl_read("flags", buf, sizeof(buf)))
+	if (buf == NULL)
 		return 0;
 	if (strstr(buf, "locked") != NULL)
 		f |= CKF_USER_PIN_LOCKED;
@@ -100,16 +138,28 @@ ctl_flags(void)
 }
 
 static void
-ctl_log_login(CK_RV rv)
+append_line(const char *path, const char *line)
+{
+	int fd;
+
+	if (path == NULL || path[0] == '\0')
+		return;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, line, strlen(line)) < 0 || write(fd, "\n", 1) < 0) {
+		/* a test reading the log will notice the missing line */
+	}
+	close(fd);
+}
+
+static void
+log_login(void)
 {
 	char path[4096];
-	const char *p = ctl_path("logins", path, sizeof(path));
-	FILE *f;
 
-	if (p == NULL || (f = fopen(p, "ae")) == NULL)
-		return;
-	fprintf(f, "CKR 0x%lx\n", (unsigned long)rv);
-	fclose(f);
+	append_line(getenv("KH_SHIM_LOG"), "C_Login");
+	append_line(ctl_path("logins", path, sizeof(path)), "C_Login");
 }
 
 static CK_RV
@@ -130,14 +180,13 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 {
 	CK_RV rv;
 
-	if (vanished)
-		rv = CKR_DEVICE_REMOVED;
-	else if (type == CKU_USER && (ctl_flags() & CKF_USER_PIN_LOCKED))
-		rv = CKR_PIN_LOCKED;
-	else
-		rv = real->C_Login(s, type, pin, len);
-	ctl_log_login(rv);
-	if (rv == CKR_OK && ctl_exists("vanish"))
+	log_login();
+	if (vanished || vanish_is("login"))
+		return CKR_DEVICE_REMOVED;
+	if (type == CKU_USER && (ctl_flags() & CKF_USER_PIN_LOCKED))
+		return CKR_PIN_LOCKED;
+	rv = real->C_Login(s, type, pin, len);
+	if (rv == CKR_OK && vanish_is("after-login"))
 		vanished = true;
 	return rv;
 }
@@ -176,14 +225,12 @@ static CK_RV
 shim_load(void)
 {
 	char buf[4096];
-	const char *path = getenv("KH_P11SHIM_MODULE");
+	const char *path = setting("KH_SHIM_MODULE", "module", buf, sizeof(buf));
 	CK_RV (*get)(CK_FUNCTION_LIST_PTR_PTR);
 
 	if (real != NULL)
 		return CKR_OK;
-	if (ctl_read("module", buf, sizeof(buf)))
-		path = buf;
-	if (path == NULL || path[0] == '\0')
+	if (path == NULL)
 		path = KH_SHIM_DEFAULT_MODULE;
 	real_dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (real_dl == NULL)
