@@ -4,7 +4,9 @@
  *   cache_probe login  UID USER SCOPE TTL [options]   root: kh_cache_login
  *   cache_probe store  UID USER SCOPE TTL [options]   root: kh_cache_store
  *   cache_probe logout UID SCOPE [--keep] [--issuer ID]  root: kh_cache_logout
- *   cache_probe find   [--issuer ID] [--pause]        the caller's record
+ *   cache_probe find   [--issuer ID] [--pause|--hold] the caller's record;
+ *                                                     pause after (or hold
+ *                                                     before) freeing it
  *   cache_probe pin    [--issuer ID]                  the caller's cached PIN
  *   cache_probe revoke UID [--issuer ID]              end a session
  *   cache_probe list   [UID|all]
@@ -38,7 +40,7 @@
 struct opts {
 	const char *issuer, *pin, *chain, *key, *token_cert, *groups;
 	long expires_in;
-	int pause, keep;
+	int pause, hold, keep;
 };
 
 static char *
@@ -70,6 +72,7 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 	o->expires_in = -1;
 	for (i = first; i < argc; i++) {
 		if (strcmp(argv[i], "--pause") == 0) { o->pause = 1; continue; }
+		if (strcmp(argv[i], "--hold") == 0) { o->hold = 1; continue; }
 		if (strcmp(argv[i], "--keep") == 0) { o->keep = 1; continue; }
 		if (i + 1 >= argc)
 			return -1;
@@ -154,6 +157,12 @@ cmd_find(const struct opts *o)
 	printf("ok uid=%u user=%s logins=%u expires=%lld issuer=%s groups=%zu\n",
 	       (unsigned)rec->uid, rec->user, rec->logins, (long long)rec->expires,
 	       rec->issuer_id, rec->ngroups);
+	if (o->hold) {
+		/* Positive control for the memory scan: the key is still here. */
+		printf("holding\n");
+		fflush(stdout);
+		pause();
+	}
 	kh_record_free(rec);
 	if (o->pause) {
 		/* The test dumps our memory now: no secret may be left in it. */

@@ -129,7 +129,7 @@ like "$rc:$out" "^2:error: \[config\].*not registered" "unregistered action: con
 
 # --- memory: no errors, no definite leaks from our code ----------------------
 # (valgrind in a normal build, ASan/LSan in a sanitizer build: tap.sh memcheck)
-run timeout 120 memcheck "$PROBE" required $CACHE "$SUBJ" "$USER_UID" "${DETAILS[@]}" kube_groups x
+run memcheck "$PROBE" required $CACHE "$SUBJ" "$USER_UID" "${DETAILS[@]}" kube_groups x
 is "$rc:$out" "0:authorized" "memcheck: no definite leak, no memory error"
 [ "$rc" = 0 ] || diag "$err"
 

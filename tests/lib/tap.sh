@@ -105,12 +105,14 @@ need_cmd() { local c; for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip_
 # A normal build runs it under valgrind; a sanitizer build (KH_SANITIZERS=1,
 # set by make check) runs it natively, where ASan aborts on an error and
 # LeakSanitizer fails the exit on a leak.  Either way a non-zero status
-# means a finding.  Use with run: `run memcheck ./prog args`.
+# means a finding; it gives up after KH_MEMCHECK_TIMEOUT seconds (300).
+# Use with run: `run memcheck ./prog args`.
 memcheck() {
+	local limit=${KH_MEMCHECK_TIMEOUT:-300}
 	if [ "${KH_SANITIZERS:-0}" = 1 ]; then
-		ASAN_OPTIONS="detect_leaks=1:exitcode=99:${ASAN_OPTIONS:-}" "$@"
+		ASAN_OPTIONS="detect_leaks=1:exitcode=99:${ASAN_OPTIONS:-}" timeout "$limit" "$@"
 	else
-		valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
+		timeout "$limit" valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
 			--error-exitcode=99 "$@"
 	fi
 }
