@@ -8,6 +8,7 @@ PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libpam0g-dev libp11-dev libssl-dev libconfig-dev
 	libpolkit-gobject-1-dev libkeyutils-dev libjansson-dev libcmocka-dev
+	libp11-kit-dev
 	# real parts the tests and the demo run against
 	softhsm2 opensc libengine-pkcs11-openssl keyutils
 	pamtester libpam-wrapper libpamtest0-dev

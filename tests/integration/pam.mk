@@ -5,8 +5,8 @@
 # A shared object (-rpath forces libtool to build one), never installed.
 check_LTLIBRARIES += tests/p11shim/libkhp11shim.la
 tests_p11shim_libkhp11shim_la_SOURCES = tests/p11shim/p11shim.c
-# p11-kit's pkcs11.h (libp11-kit-dev, pulled in by libp11-dev's deps).
-tests_p11shim_libkhp11shim_la_CFLAGS = $(AM_CFLAGS) -I/usr/include/p11-kit-1
+# p11-kit's pkcs11.h (libp11-kit-dev), found by configure.
+tests_p11shim_libkhp11shim_la_CFLAGS = $(AM_CFLAGS) $(P11KIT_CFLAGS)
 tests_p11shim_libkhp11shim_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath $(abs_builddir)/tests/p11shim -export-symbols-regex '^C_GetFunctionList$$'
 tests_p11shim_libkhp11shim_la_LIBADD = -ldl

@@ -14,6 +14,9 @@ export KH_SRCDIR KH_BUILDDIR
 KUBEHSM="$KH_BUILDDIR/helper/kubehsm"
 PAM_KUBEHSM="$KH_BUILDDIR/pam/.libs/pam_kubehsm.so"
 
+# A crashing sanitizer-built program would dump terabytes of shadow memory.
+ulimit -c 0
+
 _tap_n=0
 _tap_failed=0
 _tap_planned=
