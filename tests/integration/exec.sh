@@ -286,6 +286,33 @@ w3=$(curl -sf --max-time 5 "http://127.0.0.1:$PPORT/kh-whoami")
 is "$w3" "$(serial_of sess2) O=ops,O=dev,CN=$alice" \
 	"after it, the same process re-runs kubehsm exec and uses session 2 without a restart"
 kill "$PROXY" 2>/dev/null; wait "$PROXY" 2>/dev/null
-skip "long-running Python client: python3-kubernetes $($PY -c 'import kubernetes; print(kubernetes.__version__)') re-runs exec plugins only for tokens (refresh_api_key_hook), never for client certificates"
+# --- a long-running Python client keeps working across a re-login ---------
+# python3-kubernetes re-runs exec plugins only for tokens, so it keeps the
+# certificate it got at start-up: across a re-login that certificate stays
+# valid (a re-login replaces the record, it does not revoke certificates).
+PYLONG='
+import os, sys, time
+from kubernetes import client, config
+config.load_kube_config(config_file=sys.argv[1], context="v1")
+api = client.CoreV1Api()
+print(api.list_namespaced_pod("default").items[0].metadata.name, flush=True)
+for _ in range(200):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("no re-login signal")
+print(api.list_namespaced_pod("default").items[0].metadata.name, flush=True)
+'
+chmod 0777 "$KH_TMP"
+as_user "$alice" $PY -c "$PYLONG" "$KCA" "$KH_TMP/relogged" </dev/null >"$KH_TMP/pylong.out" 2>"$KH_TMP/pylong.err" &
+PYPID=$!
+for _ in $(seq 1 100); do [ -s "$KH_TMP/pylong.out" ] && break; sleep 0.1; done
+"$PROBE" login "$A" "$alice" user 600 $(mat sess) >/dev/null
+touch "$KH_TMP/relogged"
+wait "$PYPID"; pyrc=$?
+is "$pyrc:$(tr '\n' ' ' <"$KH_TMP/pylong.out")" "0:kh-test-pod kh-test-pod " \
+	"a long-running Python client keeps working across a re-login without restarting" ||
+	diag "$(cat "$KH_TMP/pylong.err")"
 
 done_testing
