@@ -6,7 +6,7 @@
 . "$KH_SRCDIR/tests/lib/pki.sh"
 
 PROBE=$KH_BUILDDIR/tests/token_probe
-need_cmd openssl softhsm2-util pkcs11-tool
+need_cmd openssl softhsm2-util pkcs11-tool valgrind
 [ -x "$PROBE" ] || skip_all "tests/token_probe is not built"
 [ -r /usr/lib/softhsm/libsofthsm2.so ] || skip_all "needs SoftHSM2 (apt-get install softhsm2)"
 
@@ -216,23 +216,17 @@ else
 fi
 
 # ---- leaks, costs ----
-if command -v valgrind >/dev/null 2>&1; then
-	run valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 \
-		"$PROBE" user bob 5678 kube 02 "$PKI_DIR/users.pem" "$PKI_DIR/users.crl" cn
-	is "$rc" 0 "valgrind: user path (RSA) — no errors, no definite leaks"
-	[ "$rc" = 0 ] || diag "$err"
-	run valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 \
-		"$PROBE" loop 20 alice 1234 kube
-	is "$rc" 0 "valgrind: 20 x load/login/sign/unload — no errors, no definite leaks"
-	[ "$rc" = 0 ] || diag "$err"
-	run valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 \
-		"$PROBE" mint "$URI" "$PKI_DIR/issuer.pin" "$PKI_DIR/issuer.pem" alice dev 3600 ec-p256 \
-		"$KH_TMP/v.pem" "$KH_TMP/v.key"
-	is "$rc" 0 "valgrind: mint with the token issuer key — no errors, no definite leaks"
-	[ "$rc" = 0 ] || diag "$err"
-else
-	skip "valgrind not installed"
-fi
+# memcheck (tests/lib/tap.sh): valgrind here, ASan/LSan in a sanitizer build.
+run memcheck "$PROBE" user bob 5678 kube 02 "$PKI_DIR/users.pem" "$PKI_DIR/users.crl" cn
+is "$rc" 0 "memcheck: user path (RSA) — no errors, no definite leaks"
+[ "$rc" = 0 ] || diag "$err"
+run memcheck "$PROBE" loop 20 alice 1234 kube
+is "$rc" 0 "memcheck: 20 x load/login/sign/unload — no errors, no definite leaks"
+[ "$rc" = 0 ] || diag "$err"
+run memcheck "$PROBE" mint "$URI" "$PKI_DIR/issuer.pin" "$PKI_DIR/issuer.pem" alice dev 3600 ec-p256 \
+	"$KH_TMP/v.pem" "$KH_TMP/v.key"
+is "$rc" 0 "memcheck: mint with the token issuer key — no errors, no definite leaks"
+[ "$rc" = 0 ] || diag "$err"
 run "$PROBE" loop 1000 alice 1234 kube
 is "$out" "loop ok 1000" "1000 x load/login/sign/unload in one process"
 KH_PROBE_TIME=1 run "$PROBE" user bob 5678 kube 02 "$PKI_DIR/users.pem" "" cn
