@@ -15,7 +15,7 @@ PACKAGES=(
 	polkitd dbus nginx-light python3-kubernetes golang-go
 	# hardening and benchmarks
 	clang libclang-rt-14-dev valgrind hyperfine gnuplot-nox libpam-p11
-	xz-utils git procps passwd
+	xz-utils git procps passwd libcap2-bin
 )
 
 missing=()

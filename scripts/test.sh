@@ -50,6 +50,19 @@ rc=0
 step "build with -Werror and run make check (unit + integration)"
 run_check "$top/build" --enable-werror || rc=1
 
+step "install into a staging root and check it (make installcheck)"
+rm -rf "$top/build/stage"
+if (cd "$top/build" && make -s install DESTDIR="$top/build/stage" >/dev/null 2>&1 &&
+	make -s installcheck DESTDIR="$top/build/stage") >"$top/build/installcheck.log" 2>&1; then
+	:
+else
+	rc=1
+fi
+grep -E '^(ok|not ok)' "$top/build/installcheck.log" || true
+p=$(grep -c '^ok' "$top/build/installcheck.log" || true); f=$(grep -c '^not ok' "$top/build/installcheck.log" || true)
+total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+[ "$p" -gt 0 ] || { echo "installcheck ran no check (log: $top/build/installcheck.log)"; rc=1; }
+
 if [ $fast -eq 0 ]; then
 	step "build with ASan + UBSan and run make check again"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,0 +1,30 @@
+#!/bin/bash
+# install-check.sh DESTDIR PAMMODDIR BINDIR: check what `make install` did.
+# Run by `make installcheck` (and so by `make distcheck` and scripts/test.sh).
+# The security properties of an install are checked, not assumed:
+#   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
+#   - neither the module nor the kubehsm binary is setuid/setgid or carries
+#     a file capability (they are the only executables kubehsm installs).
+set -u
+destdir=$1 pammoddir=$2 bindir=$3
+module="$destdir$pammoddir/pam_kubehsm.so"
+helper="$destdir$bindir/kubehsm"
+n=0 failed=0
+check() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+
+[ -f "$module" ]; check $? "pam_kubehsm.so is installed in $pammoddir"
+extra=$(find "$destdir$pammoddir" -maxdepth 1 -name 'pam_kubehsm*' ! -name pam_kubehsm.so | tr '\n' ' ')
+[ -z "$extra" ]; check $? "no .la or .a beside the module${extra:+ (found: $extra)}"
+[ -x "$helper" ]; check $? "kubehsm is installed in $bindir"
+for f in "$module" "$helper"; do
+	[ -e "$f" ] || continue
+	[ -z "$(find "$f" -perm /6000)" ]; check $? "$(basename "$f") has no setuid or setgid bit"
+	caps=$(getcap "$f" 2>/dev/null)
+	[ -z "$caps" ]; check $? "$(basename "$f") has no file capability${caps:+ ($caps)}"
+done
+echo "1..$n"
+echo "install-check: $((n - failed)) passed, $failed failed"
+[ $failed -eq 0 ]
