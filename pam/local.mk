@@ -9,7 +9,7 @@ pam_pam_kubehsm_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
 	$(JANSSON_CFLAGS) $(LIBP11_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS)
 pam_pam_kubehsm_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^pam_sm_' -Wl,-z,defs
-pam_pam_kubehsm_la_LIBADD = lib/libkubehsm.la $(PAM_LIBS) $(CRYPTO_LIBS)
+pam_pam_kubehsm_la_LIBADD = lib/libkubehsm.la $(PAM_LIBS) $(CRYPTO_LIBS) $(LIBP11_LIBS)
 
 dist_man_MANS += pam/pam_kubehsm.8
 EXTRA_DIST += pam/examples/sshd pam/examples/login

@@ -5,8 +5,17 @@
  * auth      kh_pam_authenticate (kh_pam_auth.c)
  * setcred   no work: minting happens in open_session (see kh_pam_session.c)
  * session   kh_pam_open_session / kh_pam_close_session
+ *
+ * libp11 stays loaded once the module has been: libpam dlcloses the module
+ * at every pam_end, which would unload libp11 too, and libp11 (0.4.12)
+ * allocates its OpenSSL EC/RSA method tables once per load and never frees
+ * them — each login in a long-running PAM host would lose them.
  */
 #include "config.h"
+
+#include <dlfcn.h>
+
+#include <libp11.h>
 
 #define PAM_SM_AUTH
 #define PAM_SM_SESSION
@@ -17,6 +26,20 @@
 #include "kh_pam_util.h"
 
 enum entry { AUTH, SETCRED, OPEN, CLOSE };
+
+/* Pin libp11 (RTLD_NODELETE on the copy already mapped for us). */
+__attribute__((constructor)) static void
+pin_libp11(void)
+{
+	Dl_info info;
+	void *h;
+
+	if (dladdr((void *)PKCS11_CTX_new, &info) == 0 || info.dli_fname == NULL)
+		return;
+	h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+	if (h != NULL)
+		dlclose(h);     /* the mapping stays: NODELETE */
+}
 
 static int
 dispatch(enum entry e, pam_handle_t *pamh, int flags, int argc, const char **argv)
