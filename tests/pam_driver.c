@@ -8,6 +8,9 @@
  * time).  The conversation answers echo-off prompts with $KH_PIN and prints
  * messages to stderr.  Prints "OP: <code> <text>" for a failing step and
  * exits with that PAM code (0 when every step of every cycle succeeded).
+ *
+ * KH_RSS_AT=K: read VmRSS (/proc/self/status) after cycle K and after the
+ * last cycle and print "rss: K <kB> CYCLES <kB>" when all cycles succeeded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,23 @@ fail:
 	return PAM_CONV_ERR;
 }
 
+/* VmRSS in kB, or -1. */
+static long
+vm_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 static int
 step(pam_handle_t *h, const char *op)
 {
@@ -62,7 +82,8 @@ int
 main(int argc, char **argv)
 {
 	struct pam_conv pc = { conv, getenv("KH_PIN") };
-	long cycles;
+	const char *rss_env = getenv("KH_RSS_AT");
+	long cycles, rss_at = rss_env ? strtol(rss_env, NULL, 10) : 0, rss_mark = -1;
 
 	if (argc < 5) {
 		fprintf(stderr, "usage: KH_PIN=... pam_driver SERVICE USER CYCLES OP...\n");
@@ -85,6 +106,10 @@ main(int argc, char **argv)
 		pam_end(h, rc);
 		if (rc != PAM_SUCCESS)
 			return rc;
+		if (c + 1 == rss_at)
+			rss_mark = vm_rss_kb();
 	}
+	if (rss_at > 0)
+		printf("rss: %ld %ld %ld %ld\n", rss_at, rss_mark, cycles, vm_rss_kb());
 	return 0;
 }

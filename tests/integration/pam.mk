@@ -18,6 +18,6 @@ tests_pam_driver_SOURCES = tests/pam_driver.c
 tests_pam_driver_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS)
 tests_pam_driver_LDADD = $(PAM_LIBS)
 
-TESTS += tests/integration/pam.sh
+TESTS += tests/integration/pam.sh tests/integration/pam_wrapper.sh tests/integration/pam_valgrind.sh
 EXTRA_DIST += tests/integration/pam.sh tests/integration/pam_wrapper.sh tests/integration/pam_common.sh \
 	tests/integration/pam_valgrind.sh

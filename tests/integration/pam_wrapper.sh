@@ -28,15 +28,51 @@ SVCDIR=$KH_TMP/pam.d
 mkdir "$SVCDIR"
 pam_service "$SVCDIR/kubehsm"
 echo "auth required pam_deny.so" >"$SVCDIR/other"
+# strict: open_session returns exactly what the module returned (PAM_IGNORE
+# included, which a plain "required" line would swallow).
+strict_service() {   # strict_service FILE CONF
+	{
+		echo "auth     required $PAM_KUBEHSM config=$2"
+		echo "account  required pam_permit.so"
+		echo "session  [success=ok default=bad] $PAM_KUBEHSM config=$2"
+	} >"$1"
+}
+strict_service "$SVCDIR/strict" "$CONF"
+# ignored: succeeds only if the module's open_session returned PAM_IGNORE
+# (that jumps over pam_deny; any other code is "bad").  A module code of
+# PAM_IGNORE cannot be passed through as the stack's result: libpam turns
+# an ignored-then-failed stack into PAM_PERM_DENIED.
+{
+	echo "auth     required $PAM_KUBEHSM config=$CONF"
+	echo "account  required pam_permit.so"
+	echo "session  [ignore=1 default=bad] $PAM_KUBEHSM config=$CONF"
+	echo "session  requisite pam_deny.so"
+	echo "session  required pam_permit.so"
+} >"$SVCDIR/ignored"
+# The same policy with polkit.mode = if-available.
+CONF_IA=$ETC/kubehsm-if-available.conf
+sed 's/^polkit = .*/polkit = { mode = "if-available"; };/' "$CONF" >"$CONF_IA"
+chmod 0644 "$CONF_IA"
+grep -q '"if-available"' "$CONF_IA" || { echo "Bail out! if-available policy"; exit 1; }
+strict_service "$SVCDIR/strict-ia" "$CONF_IA"
 
-# drive PIN OPS...: the driver under pam_wrapper; sets $out $err $rc.
+# drive [-s SERVICE] PIN OPS...: the driver (as root, like a login program)
+# under pam_wrapper; sets $out $err $rc.
 drive() {
+	local svc=kubehsm
+	[ "$1" = -s ] && { svc=$2; shift 2; }
 	local pin=$1; shift
 	run env LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$SVCDIR" \
-		KH_PIN="$pin" timeout 60 "$DRIVER" kubehsm "$ALICE" 1 "$@"
+		KH_PIN="$pin" timeout 60 "$DRIVER" "$svc" "$ALICE" 1 "$@"
 }
+drop_record() {
+	as_user "$ALICE" sh -c 'keyctl unlink $(keyctl search @u user kubehsm:session:v1) @u' \
+		>/dev/null 2>&1
+}
+# What the user sees through the CLI (must agree with the keyring).
+cli_status() { as_user "$ALICE" "$KUBEHSM" status 2>&1; echo "exit $?"; }
 
-plan 7
+plan 15
 
 polkit_start || { fail "polkitd on a private system bus"; exit 1; }
 pass "polkitd on a private system bus is ready"
@@ -44,21 +80,48 @@ pass "polkitd on a private system bus is ready"
 drive 0000 authenticate
 is "$rc:$out" "7:authenticate: 7 Authentication failure" "wrong PIN: PAM_AUTH_ERR (7)"
 
-drive "$PIN" authenticate setcred open_session
-is "$rc" 0 "right PIN: authenticate, setcred, open_session"
+# --- no rule: polkit allows, a record is stored ------------------------------
+drive -s strict "$PIN" authenticate setcred open_session
+is "$rc" 0 "no rule, mode required: authenticate, setcred, open_session succeed"
 REC=$(pam_record "$ALICE")
 is "$(jq -r '.kube_user + " " + (.groups | join(","))' <<<"$REC" 2>/dev/null)" \
 	"$ALICE dev,ops" "polkit allows: the record names the user and groups"
-as_user "$ALICE" sh -c 'keyctl unlink $(keyctl search @u user kubehsm:session:v1) @u' >/dev/null 2>&1
+drop_record
+drive -s ignored "$PIN" authenticate open_session
+isnt "$rc" 0 "no rule: the PAM_IGNORE probe stack fails when the module caches (it discriminates)"
+drop_record
 
+# --- a rule denying group ops, scoped to the test user as the subject --------
+# subject.user is the uid the module passes: the driver runs as root, so
+# this rule only matches if the module asks about the user's uid.
 polkit_add_rule deny-ops "polkit.addRule(function(action, subject) {
 	if (action.id == 'org.kubehsm.cache-credentials' &&
+	    subject.user == '$ALICE' &&
 	    action.lookup('user') == '$ALICE' &&
 	    action.lookup('kube_groups').split(',').indexOf('ops') >= 0)
 		return polkit.Result.NO;
 });" || { fail "rule installed"; exit 1; }
-pass "a rule denying group ops to $ALICE is in force"
+pass "a rule denying group ops to subject.user $ALICE is in force"
 drive "$PIN" authenticate open_session close_session
-is "$rc" 0 "polkit denies: the login itself still succeeds"
-drive "$PIN" authenticate open_session
-is "$rc:$(pam_record "$ALICE")" "0:" "polkit denies: no record is cached"
+is "$rc" 0 "polkit denies: the login itself still succeeds (session required stack)"
+drive -s ignored "$PIN" authenticate open_session
+is "$rc" 0 "polkit denies: the module's open_session returns PAM_IGNORE"
+like "$err" "caching kube credentials is not allowed for this login" \
+	"polkit denies: the user is told why"
+is "$(pam_record "$ALICE")" "" "polkit denies: no record in the user's keyring"
+like "$(cli_status)" "exit 1$" \
+	"polkit denies: kubehsm status as the user finds no session (exit 1)"
+polkit_del_rule deny-ops || { fail "rule removed"; exit 1; }
+
+# --- polkitd stopped (the bus stays up) ----------------------------------------
+polkit_stop_daemon || { fail "polkitd stopped"; exit 1; }
+drive -s strict "$PIN" authenticate open_session
+is "$rc:$out" "14:open_session: 14 Cannot make/remove an entry for the specified session" \
+	"polkitd stopped, mode required: open_session returns PAM_SESSION_ERR (14)"
+is "$(pam_record "$ALICE")" "" "polkitd stopped, mode required: no record"
+drive -s strict-ia "$PIN" authenticate open_session
+is "$rc" 0 "polkitd stopped, mode if-available: open_session succeeds"
+REC=$(pam_record "$ALICE")
+is "$(jq -r .kube_user <<<"$REC" 2>/dev/null)" "$ALICE" \
+	"polkitd stopped, mode if-available: the record is stored"
+drop_record
