@@ -41,23 +41,6 @@ kh_exec_usage(FILE *out)
 		"line on stderr, nothing on stdout), 2 usage error.  See kubehsm(1).\n");
 }
 
-static int
-kh_write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int
 kh_cmd_exec(int argc, char **argv)
 {
@@ -114,7 +97,7 @@ kh_cmd_exec(int argc, char **argv)
 		kh_cli_error("%s", err.msg);
 		goto out;
 	}
-	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
+	if (kh_cli_write_all(STDOUT_FILENO, out, out_len) != 0) {
 		kh_cli_error("cannot write the credential to stdout: %s", strerror(errno));
 		goto out;
 	}

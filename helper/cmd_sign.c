@@ -57,23 +57,6 @@ kh_sign_usage(FILE *out)
 		KH_SIGNER_API_VERSION, KH_DEFAULT_CONFIG);
 }
 
-static int
-kh_write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* DER of the first certificate in a PEM bundle; malloc'd. */
 static int
 kh_pem_first_der(const char *pem, unsigned char **der, size_t *der_len, kh_error *err)
@@ -256,7 +239,7 @@ kh_cmd_sign(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
+	if (kh_cli_write_all(STDOUT_FILENO, out, out_len) != 0) {
 		kh_cli_error("sign: cannot write the response: %s", strerror(errno));
 		goto out;
 	}

@@ -5,6 +5,7 @@
 #ifndef KH_CLI_H
 #define KH_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* Exit statuses, documented in kubehsm(1). */
@@ -20,6 +21,10 @@ struct kh_cli_command {
 
 /* Print "kubehsm: <msg>" as one line on stderr. */
 void kh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Write all of buf (retrying short writes and EINTR); -1 on error.  Output
+ * that carries a key goes out in one buffer the caller wipes afterwards. */
+int kh_cli_write_all(int fd, const char *buf, size_t len);
 
 /* The config file to use: --config, then $KUBEHSM_CONFIG, then the default. */
 const char *kh_cli_config_path(const char *option);

@@ -16,6 +16,8 @@ PACKAGES=(
 	# hardening and benchmarks
 	clang libclang-rt-14-dev valgrind hyperfine gnuplot-nox libpam-p11
 	xz-utils git procps passwd libcap2-bin
+	# tools the integration tests drive
+	jq curl openssl python3 util-linux coreutils login
 )
 
 missing=()
