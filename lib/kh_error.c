@@ -8,12 +8,26 @@
 
 #include "kh_error.h"
 
+/*
+ * Messages are one line by contract and often quote input (a kind, an
+ * apiVersion, a field name): a quoted "\n" or escape sequence must not break
+ * the line or reach the terminal.  Control bytes become '?'.
+ */
+static void
+kh_oneline(char *msg)
+{
+	for (unsigned char *p = (unsigned char *)msg; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
 static void
 kh_vset(kh_error *err, enum kh_errcode code, const char *fmt, va_list ap)
 {
 	err->code = code;
 	/* vsnprintf bounds and terminates; a truncated message is still useful. */
 	(void)vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	kh_oneline(err->msg);
 }
 
 int
@@ -45,6 +59,7 @@ kh_fail_ssl(kh_error *err, enum kh_errcode code, const char *fmt, ...)
 			ERR_error_string_n(e, buf, sizeof(buf));
 			len = strlen(err->msg);
 			(void)snprintf(err->msg + len, sizeof(err->msg) - len, " (%s)", buf);
+			kh_oneline(err->msg);
 		}
 	}
 	ERR_clear_error();
