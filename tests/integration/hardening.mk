@@ -1,0 +1,9 @@
+# tests/integration/hardening.mk — issue #7: the libFuzzer targets; hostile
+# input, fault injection, secrets in memory, the helper under memcheck.
+EXTRA_DIST += scripts/fuzz.sh tests/fuzz
+
+# make fuzz [FUZZ_SECONDS=N]: every libFuzzer target for N seconds (60).
+FUZZ_SECONDS = 60
+fuzz:
+	KH_FUZZ_DIR='$(abs_top_builddir)/fuzz' $(SHELL) $(top_srcdir)/scripts/fuzz.sh $(FUZZ_SECONDS)
+.PHONY: fuzz
