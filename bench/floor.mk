@@ -1,0 +1,19 @@
+# bench/floor.mk — the benchmark's floor programs (not part of the project's
+# build).  make -C bench -f floor.mk [OUT=dir]
+OUT ?= .
+CC ?= cc
+CFLAGS ?= -O2 -g -Wall -Wextra
+PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/p11_floor $(OUT)/loadgen
+
+all: $(PROGS)
+$(OUT)/exec_floor: floor/exec_floor.c
+	$(CC) $(CFLAGS) -o $@ $<
+$(OUT)/loadgen: floor/loadgen.c
+	$(CC) $(CFLAGS) -o $@ $<
+$(OUT)/sign_floor: floor/sign_floor.c
+	$(CC) $(CFLAGS) $$(pkg-config --cflags libcrypto) -o $@ $< $$(pkg-config --libs libcrypto)
+$(OUT)/p11_floor: floor/p11_floor.c
+	$(CC) $(CFLAGS) $$(pkg-config --cflags libp11 libcrypto) -o $@ $< $$(pkg-config --libs libp11 libcrypto)
+clean:
+	rm -f $(PROGS)
+.PHONY: all clean

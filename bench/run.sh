@@ -1,0 +1,403 @@
+#!/bin/bash
+# bench/run.sh [--quick] — the kubehsm benchmarks of issue #8, as root.
+#
+# Every figure is a ratio against a baseline measured in the same
+# invocation, interleaved: each comparison runs in ROUNDS rounds; a round is
+# one hyperfine invocation holding all the commands of the comparison, their
+# order rotated from round to round (A B, B A, ...), RUNS runs each after
+# WARMUP warm-ups.  The report pools all runs (medians, min-max) and also
+# gives the ratio of medians of every round, so a noisy round shows.
+#
+#   KH_BUILDDIR=DIR   use an existing kubehsm build (helper/kubehsm,
+#                     pam/.libs/pam_kubehsm.so, tests/cache_probe,
+#                     tests/token_probe; the two probes are built if missing)
+#                     default: an out-of-tree build in /var/tmp/kubehsm-bench-build
+#   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP / BENCH_LOAD_N   override the mode
+#
+# Results: bench/results/ (raw hyperfine JSON, CSV, summary.json),
+# bench/RESULTS.md and bench/latency.png.  Everything the run creates
+# (users, tokens, nginx, /etc/pam.d files, keys) is removed on exit.
+set -u
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=$(dirname "$BENCH")
+QUICK=0
+case "${1:-}" in
+--quick) QUICK=1 ;;
+"") ;;
+*) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+[ "$(id -u)" -eq 0 ] || { echo "bench: run as root (creates users, tokens, PAM services)" >&2; exit 2; }
+for c in hyperfine gnuplot pamtester nginx softhsm2-util pkcs11-tool keyctl setpriv useradd \
+	openssl /usr/bin/time /usr/bin/python3 pkg-config cc; do
+	command -v "$c" >/dev/null 2>&1 || { echo "bench: needs '$c'" >&2; exit 2; }
+done
+KUBECTL=/usr/lib/google-cloud-sdk/bin/kubectl.1.33
+GKE=/usr/lib/google-cloud-sdk/bin/gke-gcloud-auth-plugin
+PAM_P11=/lib/x86_64-linux-gnu/security/pam_p11.so
+for f in "$KUBECTL" "$GKE" "$PAM_P11"; do
+	[ -e "$f" ] || { echo "bench: needs $f" >&2; exit 2; }
+done
+
+if [ $QUICK = 1 ]; then
+	ROUNDS=${BENCH_ROUNDS:-3} RUNS=${BENCH_RUNS:-4} WARMUP=${BENCH_WARMUP:-2} LOAD_N=${BENCH_LOAD_N:-25}
+	MODE=quick
+else
+	ROUNDS=${BENCH_ROUNDS:-10} RUNS=${BENCH_RUNS:-5} WARMUP=${BENCH_WARMUP:-3} LOAD_N=${BENCH_LOAD_N:-150}
+	MODE=full
+fi
+LOAD_USERS=20 LOAD_P=50
+LOAD_ROUNDS=$([ $QUICK = 1 ] && echo 2 || echo 5)
+
+# --- the build ----------------------------------------------------------------
+KH_SRCDIR=$SRC
+if [ -z "${KH_BUILDDIR:-}" ]; then
+	KH_BUILDDIR=/var/tmp/kubehsm-bench-build
+	if [ ! -x "$KH_BUILDDIR/helper/kubehsm" ] || [ ! -f "$KH_BUILDDIR/pam/.libs/pam_kubehsm.so" ]; then
+		echo "bench: building kubehsm in $KH_BUILDDIR" >&2
+		mkdir -p "$KH_BUILDDIR" &&
+			(cd "$KH_BUILDDIR" && { [ -f Makefile ] || "$SRC/configure" >configure.log 2>&1; } &&
+				make -j"$(nproc)" >make.log 2>&1) ||
+			{ echo "bench: build failed, see $KH_BUILDDIR/{configure,make}.log" >&2; exit 1; }
+	fi
+fi
+export KH_SRCDIR KH_BUILDDIR
+if [ ! -x "$KH_BUILDDIR/tests/cache_probe" ] || [ ! -x "$KH_BUILDDIR/tests/token_probe" ]; then
+	(cd "$KH_BUILDDIR" && make tests/cache_probe tests/token_probe >>make.log 2>&1) ||
+		{ echo "bench: cannot build tests/cache_probe, tests/token_probe in $KH_BUILDDIR" >&2; exit 1; }
+fi
+
+# tap.sh: KH_TMP, on_exit (cleanups run in reverse at exit, even on failure).
+. "$SRC/tests/lib/tap.sh"
+. "$SRC/tests/lib/users.sh"
+. "$SRC/tests/lib/pki.sh"
+. "$SRC/tests/lib/kubeapi.sh"
+trap 'exit 130' INT TERM HUP
+PROBE=$KH_BUILDDIR/tests/cache_probe
+TPROBE=$KH_BUILDDIR/tests/token_probe
+chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null || true
+
+RES=$BENCH/results
+RAW=$RES/raw
+rm -rf "$RAW"; mkdir -p "$RAW"
+log() { echo "bench: $*" >&2; }
+die() { echo "bench: FAILED: $*" >&2; exit 1; }
+
+# Machine description, before we add load.
+{
+	echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "mode=$MODE rounds=$ROUNDS runs_per_round=$RUNS warmup=$WARMUP"
+	echo "nproc=$(nproc)"
+	echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "kernel=$(uname -srm)"
+	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "os=$(. /etc/os-release; echo "$PRETTY_NAME")"
+	echo "hyperfine=$(hyperfine --version | cut -d' ' -f2)"
+	echo "kubehsm_build=$KH_BUILDDIR"
+	echo "kubehsm_commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)"
+	echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/.libs/kubehsm" "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
+		awk '/=>/ {print $1}' | sort -u | grep -E 'crypto|p11|glib|gobject|gio|polkit|jansson|config|keyutils|ssl' | tr '\n' ' ')"
+} >"$RES/machine.txt"
+
+# --- floor programs -------------------------------------------------------------
+FLOOR=$KH_TMP/floor
+mkdir -p "$FLOOR" && chmod 0755 "$FLOOR"
+make -s -C "$BENCH" -f floor.mk OUT="$FLOOR" >/dev/null || die "building bench/floor"
+
+# --- PKI, tokens, the user, the policy ----------------------------------------------
+PIN=4711 ISSUER_PIN=987654 HOST=khbhost$$
+pki_init && pki_ca users "kh bench users CA" && pki_ca issuerca "kh bench issuer CA" &&
+	pki_issuer_token "$HOST" "$ISSUER_PIN" issuerca || die "PKI / issuer token"
+chmod 0600 "$PKI_DIR/issuer.pin"
+make_user bench
+U=$bench
+UHOME=$(getent passwd "$U" | cut -d: -f6)
+pki_user_cert "$U" users --cn "$U" --o dev --o ops && pki_token_init "$U" "$PIN" &&
+	pki_token_import "$U" "$PIN" "$U" kube 01 || die "user token"
+pki_token_give "$U" "$U"   # signer.key = token signs on it as the user
+ETC=$KH_TMP/etc
+mkdir -m 0755 "$ETC"
+CONF=$ETC/kubehsm.conf
+cat >"$CONF" <<CONF
+version = 1;
+pkcs11 = { module = "$PKI_MODULE"; };
+token = { label = "%u"; key_label = "kube"; };
+trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
+identity = { username = "%u"; groups = [ "cert:O" ]; };
+issuer = { key = "pkcs11:token=$HOST;object=issuer"; module = "$PKI_MODULE";
+           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$PKI_DIR/issuer.pin";
+           key_type = "ec-p256"; };
+session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; cache_pin = true; };
+signer = { key = "session"; };
+polkit = { mode = "off"; };
+CONF
+chmod 0644 "$CONF"
+export KUBEHSM_CONFIG=$CONF
+printf '%s\n' "$PIN" >"$KH_TMP/pin"; chmod 0600 "$KH_TMP/pin"
+
+SVC=kubehsm-bench-$$ SVC_P11=kubehsm-bench-p11-$$
+on_exit "rm -f /etc/pam.d/$SVC /etc/pam.d/$SVC_P11"
+{
+	echo "auth     required $PAM_KUBEHSM config=$CONF"
+	echo "account  required pam_permit.so"
+	echo "session  required $PAM_KUBEHSM config=$CONF"
+	echo "session  required pam_permit.so"
+} >"/etc/pam.d/$SVC"
+{
+	echo "auth     required $PAM_P11 $PKI_MODULE"
+	echo "account  required pam_permit.so"
+	echo "session  required pam_permit.so"   # pam_p11 0.3 has no session work (its hooks fail)
+} >"/etc/pam.d/$SVC_P11"
+# pam_p11 (0.3): the certificates a user may log in with, in ~/.eid.
+install -d -o "$U" -m 0755 "$UHOME/.eid"
+install -o "$U" -m 0644 "$PKI_DIR/$U.pem" "$UHOME/.eid/authorized_certificates"
+
+# --- a real login seeds the session everything below uses ---------------------------
+pamtester "$SVC" "$U" authenticate open_session <"$KH_TMP/pin" >"$KH_TMP/login.out" 2>&1 ||
+	die "pamtester login through pam_kubehsm: $(cat "$KH_TMP/login.out")"
+pamtester "$SVC_P11" "$U" authenticate open_session close_session <"$KH_TMP/pin" >"$KH_TMP/p11.out" 2>&1 ||
+	die "pamtester through pam_p11: $(cat "$KH_TMP/p11.out")"
+
+# runu USER CMD...: as USER, in a session keyring of theirs, with the env the
+# plugin sees under kubectl.
+EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}'
+runu() {
+	local user=$1; shift
+	as_user "$user" env KUBERNETES_EXEC_INFO="$EXEC_INFO" KUBEHSM_CONFIG="$CONF" \
+		SOFTHSM2_CONF="$SOFTHSM2_CONF" KUBECONFIG="$GKEDIR/kubeconfig" "$@" 2> >(grep -v '^Joined session keyring' >&2)
+}
+GKEDIR=$KH_TMP/gke
+mkdir -m 0755 "$GKEDIR"
+runu "$U" "$KUBEHSM" exec >"$KH_TMP/execcred.json" </dev/null || die "kubehsm exec after login"
+chmod 0644 "$KH_TMP/execcred.json"
+EXEC_BYTES=$(wc -c <"$KH_TMP/execcred.json")
+# The session's certificate chain and key, for the static-certificate
+# kubeconfig, the signature floor and the 20 load users.
+SESS=$KH_TMP/session
+mkdir -m 0755 "$SESS"
+/usr/bin/python3 - "$KH_TMP/execcred.json" "$SESS" <<'EOF' || die "cannot parse the ExecCredential"
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+open(sys.argv[2] + "/chain.pem", "w").write(s["clientCertificateData"])
+open(sys.argv[2] + "/key.pem", "w").write(s["clientKeyData"])
+EOF
+chown "$U" "$SESS/key.pem" "$SESS/chain.pem"; chmod 0600 "$SESS/key.pem"
+csplit -s -z -f "$SESS/cert" "$SESS/chain.pem" '/-----BEGIN CERTIFICATE-----/' '{*}'
+chown "$U" "$SESS"/cert*; chmod 0644 "$SESS/chain.pem" "$SESS"/cert*
+
+# --- the API endpoint and kubeconfigs ----------------------------------------------------
+kubeapi_start "$PKI_DIR/issuerca.pem" || die "nginx did not start"
+kubeconfig() {   # kubeconfig FILE USER-BLOCK
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster:
+    server: $KUBEAPI_URL
+    certificate-authority: $KUBEAPI_CA
+users:
+- name: u
+  user:
+$2
+contexts:
+- name: bench
+  context: {cluster: bench, user: u}
+current-context: bench
+EOF
+	chown "$U" "$1"; chmod 0600 "$1"
+}
+KC_EXEC=$KH_TMP/kubeconfig-exec KC_STATIC=$KH_TMP/kubeconfig-static
+kubeconfig "$KC_EXEC" "    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $KUBEHSM
+      args: [exec]
+      interactiveMode: Never"
+kubeconfig "$KC_STATIC" "    client-certificate: $SESS/chain.pem
+    client-key: $SESS/key.pem"
+for kc in "$KC_EXEC" "$KC_STATIC"; do
+	out=$(runu "$U" "$KUBECTL" --kubeconfig "$kc" get --raw /version </dev/null) &&
+		grep -q '"gitVersion"' <<<"$out" || die "kubectl with ${kc##*/}: $out"
+done
+
+# --- the GKE plugin's cached path: a valid cache beside the kubeconfig ------------------------
+cat >"$GKEDIR/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: gke
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: gke
+  user: {}
+contexts:
+- name: gke_bench
+  context: {cluster: gke, user: gke}
+current-context: gke_bench
+EOF
+printf '{"current_context":"gke_bench","access_token":"ya29.%s","token_expiry":"%s","extra_args":""}\n' \
+	"$(head -c 900 /dev/urandom | base64 -w0 | tr -d '+/=')" "$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)" \
+	>"$GKEDIR/gke_gcloud_auth_plugin_cache"
+chown -R "$U" "$GKEDIR"
+out=$(runu "$U" unshare -r -n "$GKE" </dev/null) && grep -q '"kind": *"ExecCredential"' <<<"$out" ||
+	die "gke-gcloud-auth-plugin does not answer from its cache without network: $out"
+
+# --- the external signer ----------------------------------------------------------------
+API=external-signer.authentication.k8s.io/v1alpha1
+printf 'kubehsm bench data' | openssl dgst -sha256 -binary | base64 -w0 >"$KH_TMP/digest.b64"
+DIGEST=$(cat "$KH_TMP/digest.b64")
+SIGNREQ="{\"apiVersion\":\"$API\",\"kind\":\"SignRequest\",\"configuration\":{},\"digest\":\"$DIGEST\",\"signerOptsType\":\"crypto.Hash\",\"signerOpts\":\"5\"}"
+runu "$U" "$KUBEHSM" sign "$SIGNREQ" >"$KH_TMP/signresp.json" </dev/null || die "kubehsm sign (session)"
+chmod 0644 "$KH_TMP/signresp.json"
+runu "$U" "$KUBEHSM" sign --key token "$SIGNREQ" >/dev/null </dev/null || die "kubehsm sign --key token"
+runu "$U" "$FLOOR/sign_floor" "$SESS/key.pem" "$DIGEST" >/dev/null || die "sign_floor"
+runu "$U" "$FLOOR/p11_floor" "$PKI_MODULE" "$U" "$PIN" kube "$DIGEST" >/dev/null || die "p11_floor"
+
+# --- measuring ----------------------------------------------------------------------------
+# measure NAME AS NAME1 CMD1 NAME2 CMD2 [...]: ROUNDS hyperfine invocations,
+# the command order rotated each round.  AS is a user (commands run as that
+# user with -N, no shell) or "root-shell" (as root through sh, for commands
+# that need a redirection; hyperfine subtracts the shell's start-up).
+measure() {
+	local name=$1 as=$2 r i k n; shift 2
+	local names=() cmds=()
+	while [ $# -gt 0 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
+	n=${#names[@]}
+	log "$name: $ROUNDS rounds x $RUNS runs of ${names[*]}"
+	for ((r = 0; r < ROUNDS; r++)); do
+		local args=()
+		for ((i = 0; i < n; i++)); do
+			k=$(((i + r) % n))
+			args+=(-n "${names[$k]}" "${cmds[$k]}")
+		done
+		if [ "$as" = root-shell ]; then
+			hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" \
+				--export-json "$RAW/$name.r$r.json" "${args[@]}" >/dev/null ||
+				die "hyperfine $name round $r"
+		else
+			runu "$as" hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" \
+				--export-json "$HF/hf.json" "${args[@]}" </dev/null >/dev/null ||
+				die "hyperfine $name round $r"
+			cp "$HF/hf.json" "$RAW/$name.r$r.json"
+		fi
+	done
+}
+HF=$KH_TMP/hf   # hyperfine, as the user, writes its JSON there
+install -d -o "$U" -m 0700 "$HF"
+
+# Target 1: the exec plugin's warm path.
+measure exec "$U" \
+	kubehsm "$KUBEHSM exec" \
+	floor "$FLOOR/exec_floor $KH_TMP/execcred.json" \
+	gke "$GKE"
+# Peak RSS (/usr/bin/time -v), the largest of 10 runs.
+rss() {   # rss NAME CMD...
+	local name=$1 i m max=0; shift
+	for i in $(seq 1 10); do
+		m=$(runu "$U" /usr/bin/time -v "$@" 2>&1 >/dev/null </dev/null |
+			awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}')
+		[ -n "$m" ] && [ "$m" -gt "$max" ] && max=$m
+	done
+	echo "$name,$max" >>"$RES/rss.csv"
+}
+echo "command,max_rss_kib" >"$RES/rss.csv"
+rss kubehsm "$KUBEHSM" exec
+rss floor "$FLOOR/exec_floor" "$KH_TMP/execcred.json"
+rss gke "$GKE"
+rss kubehsm-sign "$KUBEHSM" sign "$SIGNREQ"
+
+# Target 2: kubectl end to end.
+measure kubectl "$U" \
+	exec-plugin "$KUBECTL --kubeconfig $KC_EXEC get --raw /version" \
+	static-cert "$KUBECTL --kubeconfig $KC_STATIC get --raw /version"
+
+# Target 3: the signer.
+measure sign "$U" \
+	kubehsm-sign "$KUBEHSM sign '$SIGNREQ'" \
+	exec-floor "$FLOOR/exec_floor $KH_TMP/signresp.json" \
+	sign-floor "$FLOOR/sign_floor $SESS/key.pem $DIGEST"
+measure signtoken "$U" \
+	kubehsm-sign-token "$KUBEHSM sign --key token '$SIGNREQ'" \
+	p11-floor "$FLOOR/p11_floor $PKI_MODULE $U $PIN kube $DIGEST"
+
+# Target 4 breakdown: the module's steps, timed by the project's probes
+# (token_probe with KH_PROBE_TIME=1: module load, token find, certificate
+# validation, C_Login, challenge signature; issuer open, key generation,
+# mint); the keyring store as a cache_probe process less the exec floor.
+log "login breakdown"
+BD=$RES/breakdown.csv
+echo "step,ms" >"$BD"
+for i in $(seq 1 $((ROUNDS * RUNS))); do
+	KH_PROBE_TIME=1 "$TPROBE" user "$U" "$PIN" kube 01 "$PKI_DIR/users.pem" "" cn 2>&1 >/dev/null |
+		awk '/^time / {print "user-" $2 "," $3}' >>"$BD"
+	KH_PROBE_TIME=1 "$TPROBE" mint "pkcs11:token=$HOST;object=issuer" "$PKI_DIR/issuer.pin" \
+		"$PKI_DIR/issuer.pem" "$U" dev,ops 3600 ec-p256 "$KH_TMP/m.pem" "$KH_TMP/m.key" 2>&1 >/dev/null |
+		awk '/^time / {print "mint-" $2 "," $3}' >>"$BD"
+done
+grep -q '^user-login,' "$BD" || log "warning: token_probe gave no step timings: $("$TPROBE" user "$U" "$PIN" kube 01 "$PKI_DIR/users.pem" "" cn 2>&1)"
+make_user kprobe; KSU=$kprobe
+hyperfine -N --style none --warmup "$WARMUP" --runs $((ROUNDS * RUNS)) --export-json "$RAW/keyring.r0.json" \
+	-n cache-store "$PROBE store $(id -u "$KSU") $KSU user 600 --chain $SESS/chain.pem --key $SESS/key.pem --token-cert $PKI_DIR/$U.pem --groups dev,ops" \
+	-n floor "$FLOOR/exec_floor $KH_TMP/execcred.json" >/dev/null || log "warning: keyring store timing failed"
+
+# Target 5: shared-host load, 20 users with sessions.
+log "load: $LOAD_USERS users"
+LU=()
+for i in $(seq 1 $LOAD_USERS); do
+	v=load$(printf "\\$(printf %o $((96 + i)))")   # loada, loadb, ...: make_user names by letters
+	make_user "$v"
+	u=${!v}
+	LU+=("$u")
+	"$PROBE" store "$(id -u "$u")" "$u" user 3600 --chain "$SESS/chain.pem" --key "$SESS/key.pem" \
+		--token-cert "$PKI_DIR/$U.pem" --groups dev,ops >/dev/null || die "storing a session for $u"
+done
+echo "user,qnkeys,qnbytes,record_bytes" >"$RES/keyring.csv"
+for u in "${LU[@]}" "$U"; do
+	q=$(awk -v uid="$(id -u "$u"):" '$1 == uid {split($4, k, "/"); split($5, b, "/"); print k[1] "," b[1]}' /proc/key-users)
+	rb=$(runu "$u" sh -c 'keyctl pipe "$(keyctl search @u user kubehsm:session:v1)" | wc -c' </dev/null)
+	echo "$u,${q:-0,0},$rb" >>"$RES/keyring.csv"
+done
+LOAD_CSV=$RES/load.csv
+echo "round,which,runs,fail,wall_s,runs_per_s" >"$LOAD_CSV"
+load_round() {   # load_round ROUND WHICH CMD...
+	local r=$1 which=$2 u t0 t1 runs=0 fail=0 f; shift 2
+	local outs=() pids=()
+	t0=$(date +%s.%N)
+	for u in "${LU[@]}"; do
+		f=$KH_TMP/load.$u.out; outs+=("$f")
+		runu "$u" "$FLOOR/loadgen" "$LOAD_P" "$LOAD_N" "$@" </dev/null >"$f" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"   # not a bare wait: nginx is a child too
+	t1=$(date +%s.%N)
+	for f in "${outs[@]}"; do
+		runs=$((runs + $(sed -n 's/.*runs=\([0-9]*\).*/\1/p' "$f" | tail -1)))
+		fail=$((fail + $(sed -n 's/.*fail=\([0-9]*\).*/\1/p' "$f" | tail -1)))
+	done
+	echo "$r,$which,$runs,$fail,$(echo "$t1 - $t0" | bc -l),$(echo "$runs / ($t1 - $t0)" | bc -l)" >>"$LOAD_CSV"
+}
+for ((r = 0; r < LOAD_ROUNDS; r++)); do
+	log "load round $r: $LOAD_USERS users x $LOAD_N runs, $LOAD_P at once per user"
+	if ((r % 2 == 0)); then
+		load_round "$r" kubehsm "$KUBEHSM" exec
+		load_round "$r" floor "$FLOOR/exec_floor" "$KH_TMP/execcred.json"
+	else
+		load_round "$r" floor "$FLOOR/exec_floor" "$KH_TMP/execcred.json"
+		load_round "$r" kubehsm "$KUBEHSM" exec
+	fi
+done
+
+# Target 4: login through pam_kubehsm vs pam_p11, last (the logins come and go).
+measure login root-shell \
+	pam_kubehsm "pamtester $SVC $U authenticate open_session close_session <$KH_TMP/pin" \
+	pam_p11 "pamtester $SVC_P11 $U authenticate open_session close_session <$KH_TMP/pin"
+
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/machine.txt"
+echo "exec_credential_bytes=$EXEC_BYTES" >>"$RES/machine.txt"
+echo "sign_response_bytes=$(wc -c <"$KH_TMP/signresp.json")" >>"$RES/machine.txt"
+
+# --- the report ---------------------------------------------------------------------------
+/usr/bin/python3 "$BENCH/report.py" "$BENCH" || die "report"
+gnuplot -e "datafile='$RES/latency.dat'; outfile='$BENCH/latency.png'" "$BENCH/latency.gp" ||
+	die "gnuplot"
+log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/"
