@@ -1,0 +1,6 @@
+# tests/integration/scenario.mk — issue #6's end-to-end scenario: ten users
+# logged in through the real PAM module, 200 concurrent kubectl runs against
+# an mTLS endpoint that echoes the client certificate subject, logout, expiry
+# and a long-running Python client across a re-login.
+TESTS += tests/integration/scenario.sh
+EXTRA_DIST += tests/integration/scenario.sh
