@@ -149,10 +149,10 @@ like "$rc:$out" "^0:[0-9A-F]+ .*CN=$SHORT\$" "the short session is served before
 # stdin of every run is a FIFO nobody writes to while we hold it open: any
 # read of stdin (a prompt) would block until the 60 s timeout and fail.
 # The runs keep this script's session keyring, which they cannot read (like
-# a cron job): only the user keyring the login filled can serve them.  (Not
-# `keyctl session -`: 20 new session keyrings at once per user, freed only
-# by the kernel's asynchronous key GC, may hit the user's key quota: one
-# early run here failed 5 of 200 that way, with a one-line error each.)
+# a cron job): only the user keyring the login filled can serve them.  An
+# early version ran each under `keyctl session -` and once saw 5 of 200 runs
+# of one user fail with a one-line error (cause not pinned down; a burst of
+# new session keyrings per user was the suspect); without it, no failures.
 mkfifo -m 0644 "$KH_TMP/stdin"
 exec 7<>"$KH_TMP/stdin"
 R=$KH_TMP/runs
