@@ -648,6 +648,39 @@ kh_get_section(const struct kh_loader *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static bool
+kh_valid_utf8(const char *v)
+{
+	const unsigned char *p = (const unsigned char *)v;
+
+	while (*p != '\0') {
+		unsigned int c = *p, n, cp, min;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			n = 1; cp = c & 0x1f; min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2; cp = c & 0x0f; min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3; cp = c & 0x07; min = 0x10000;
+		} else {
+			return false;
+		}
+		for (unsigned int i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
 static int
 kh_check_string_value(const struct kh_loader *ld, const config_setting_t *s,
 		      const char *section, const char *key, const char *v, unsigned int flags)
@@ -656,6 +689,8 @@ kh_check_string_value(const struct kh_loader *ld, const config_setting_t *s,
 
 	if (kh_has_control_char(v))
 		return kh_fail_at(ld, s, "%s.%s contains a control character", section, key);
+	if (!kh_valid_utf8(v))
+		return kh_fail_at(ld, s, "%s.%s is not valid UTF-8", section, key);
 	if ((flags & KH_STR_NONEMPTY) && v[0] == '\0')
 		return kh_fail_at(ld, s, "%s.%s must not be empty", section, key);
 	if ((flags & KH_STR_ABSPATH) && v[0] != '\0' && v[0] != '/')
