@@ -547,7 +547,7 @@ kh_read_policy(const struct kh_loader *ld, int fd)
 		return kh_fail_oom(ld), NULL;
 	for (;;) {
 		if (len + 1 >= cap) {
-			if (cap > KH_POLICY_MAX_SIZE) {
+			if (len > KH_POLICY_MAX_SIZE) {
 				kh_fail(ld->err, KH_ERR_CONFIG, "%s: larger than %d bytes",
 					ld->name, KH_POLICY_MAX_SIZE);
 				free(buf);
@@ -572,6 +572,12 @@ kh_read_policy(const struct kh_loader *ld, int fd)
 		if (r == 0)
 			break;
 		len += (size_t)r;
+	}
+	if (len > KH_POLICY_MAX_SIZE) {
+		kh_fail(ld->err, KH_ERR_CONFIG, "%s: larger than %d bytes",
+			ld->name, KH_POLICY_MAX_SIZE);
+		free(buf);
+		return NULL;
 	}
 	buf[len] = '\0';
 	if (strlen(buf) != len) {
