@@ -1,6 +1,8 @@
 # tests/integration/hardening.mk — issue #7: the libFuzzer targets; hostile
 # input, fault injection, secrets in memory, the helper under memcheck.
-EXTRA_DIST += scripts/fuzz.sh tests/fuzz
+TESTS += tests/integration/badinput.sh
+EXTRA_DIST += scripts/fuzz.sh tests/fuzz \
+	tests/integration/badinput.sh
 
 # make fuzz [FUZZ_SECONDS=N]: every libFuzzer target for N seconds (60).
 FUZZ_SECONDS = 60
