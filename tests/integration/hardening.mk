@@ -1,8 +1,8 @@
 # tests/integration/hardening.mk — issue #7: the libFuzzer targets; hostile
 # input, fault injection, secrets in memory, the helper under memcheck.
-TESTS += tests/integration/badinput.sh
+TESTS += tests/integration/badinput.sh tests/integration/faults.sh
 EXTRA_DIST += scripts/fuzz.sh tests/fuzz \
-	tests/integration/badinput.sh
+	tests/integration/badinput.sh tests/integration/faults.sh
 
 # make fuzz [FUZZ_SECONDS=N]: every libFuzzer target for N seconds (60).
 FUZZ_SECONDS = 60

@@ -14,7 +14,9 @@
  *   KH_SHIM_VANISH      "login": C_Login answers CKR_DEVICE_REMOVED (token
  *                       pulled mid-login); "after-login": a successful
  *                       C_Login works, then the token is gone (token info
- *                       CKR_TOKEN_NOT_PRESENT, session calls CKR_DEVICE_REMOVED)
+ *                       CKR_TOKEN_NOT_PRESENT, session calls CKR_DEVICE_REMOVED);
+ *                       "sign": everything works up to the first C_SignInit,
+ *                       which finds the token gone (the challenge signature)
  *
  * The same settings may come from files in $KH_P11SHIM_DIR, for PAM stacks
  * that scrub the environment: "module", "flags", "vanish" (content as the
@@ -208,7 +210,16 @@ SHIM_GONE(FindObjects, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE_PTR b, CK_ULONG c,
 	  (a, b, c, d))
 SHIM_GONE(GetAttributeValue, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ATTRIBUTE_PTR c, CK_ULONG d),
 	  (a, b, c, d))
-SHIM_GONE(SignInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))
+
+static CK_RV
+shim_SignInit(CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c)
+{
+	if (!vanished && vanish_is("sign"))
+		vanished = true;
+	if (vanished)
+		return CKR_DEVICE_REMOVED;
+	return real->C_SignInit(a, b, c);
+}
 SHIM_GONE(Sign, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e),
 	  (a, b, c, d, e))
 
