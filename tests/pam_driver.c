@@ -11,12 +11,25 @@
  *
  * KH_RSS_AT=K: read VmRSS (/proc/self/status) after cycle K and after the
  * last cycle and print "rss: K <kB> CYCLES <kB>" when all cycles succeeded.
+ *
+ * For memory scans (tests/integration/pam_secrets.sh):
+ * KH_PIN_STDIN=1: read the PIN from the first line of stdin into a page of
+ *   its own (never the environment) and print "pin-buffer: START END" (hex),
+ *   so a scanner can tell the driver's own copy from anyone else's.
+ * KH_PAUSE=before-end|after-end: after the last cycle's steps, print
+ *   "paused" and wait for a signal, before or after that cycle's pam_end;
+ *   KH_PAUSE=conv: the same inside the first conversation call, once the
+ *   answers are allocated and before the module has them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <security/pam_appl.h>
+
+static void pause_if(const char *when);
 
 static int
 conv(int n, const struct pam_message **msg, struct pam_response **resp, void *data)
@@ -38,6 +51,7 @@ conv(int n, const struct pam_message **msg, struct pam_response **resp, void *da
 		}
 	}
 	*resp = r;
+	pause_if("conv");
 	return PAM_SUCCESS;
 fail:
 	for (int i = 0; i < n; i++)
@@ -63,6 +77,42 @@ vm_rss_kb(void)
 	return kb;
 }
 
+/* The PIN from stdin in a page of its own; NULL on failure. */
+static char *
+pin_from_stdin(void)
+{
+	ssize_t pg = (ssize_t)sysconf(_SC_PAGESIZE);
+	char *buf = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ssize_t n, len = 0;
+
+	if (buf == MAP_FAILED)
+		return NULL;
+	/* read(2), not stdio: a stdio buffer would be a second copy. */
+	while (len < pg - 1 && (n = read(0, buf + len, (size_t)(pg - 1 - len))) > 0)
+		len += n;
+	if (len == 0)
+		return NULL;
+	buf[strcspn(buf, "\n")] = '\0';
+	printf("pin-buffer: %lx %lx\n", (unsigned long)buf, (unsigned long)buf + (unsigned long)pg);
+	fflush(stdout);
+	return buf;
+}
+
+static void
+pause_if(const char *when)
+{
+	const char *p = getenv("KH_PAUSE");
+
+	if (p == NULL || strcmp(p, when) != 0)
+		return;
+	printf("paused\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static int
 step(pam_handle_t *h, const char *op)
 {
@@ -85,6 +135,10 @@ main(int argc, char **argv)
 	const char *rss_env = getenv("KH_RSS_AT");
 	long cycles, rss_at = rss_env ? strtol(rss_env, NULL, 10) : 0, rss_mark = -1;
 
+	if (getenv("KH_PIN_STDIN") != NULL && (pc.appdata_ptr = pin_from_stdin()) == NULL) {
+		fprintf(stderr, "pam_driver: no PIN on stdin\n");
+		return 2;
+	}
 	if (argc < 5) {
 		fprintf(stderr, "usage: KH_PIN=... pam_driver SERVICE USER CYCLES OP...\n");
 		return 2;
@@ -103,9 +157,13 @@ main(int argc, char **argv)
 			if (rc != PAM_SUCCESS)
 				printf("%s: %d %s\n", argv[i], rc, pam_strerror(h, rc));
 		}
+		if (c + 1 == cycles && rc == PAM_SUCCESS)
+			pause_if("before-end");
 		pam_end(h, rc);
 		if (rc != PAM_SUCCESS)
 			return rc;
+		if (c + 1 == cycles)
+			pause_if("after-end");
 		if (c + 1 == rss_at)
 			rss_mark = vm_rss_kb();
 	}
