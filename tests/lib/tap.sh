@@ -110,12 +110,16 @@ need_cmd() { local c; for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip_
 # LeakSanitizer fails the exit on a leak.  Either way a non-zero status
 # means a finding; it gives up after KH_MEMCHECK_TIMEOUT seconds (300).
 # Use with run: `run memcheck ./prog args`.
+# With KH_MEMCHECK_LOG=FILE the checker's report goes to FILE instead of
+# stderr (for long runs whose stderr would drown it).
 memcheck() {
-	local limit=${KH_MEMCHECK_TIMEOUT:-300}
+	local limit=${KH_MEMCHECK_TIMEOUT:-300} log=()
 	if [ "${KH_SANITIZERS:-0}" = 1 ]; then
-		ASAN_OPTIONS="detect_leaks=1:exitcode=99:${ASAN_OPTIONS:-}" timeout "$limit" "$@"
+		ASAN_OPTIONS="detect_leaks=1:exitcode=99${KH_MEMCHECK_LOG:+:log_path=$KH_MEMCHECK_LOG}:${ASAN_OPTIONS:-}" \
+			timeout "$limit" "$@"
 	else
-		timeout "$limit" valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
-			--error-exitcode=99 "$@"
+		[ -n "${KH_MEMCHECK_LOG:-}" ] && log=(--log-file="$KH_MEMCHECK_LOG")
+		timeout "$limit" valgrind -q "${log[@]}" --leak-check=full \
+			--errors-for-leak-kinds=definite --error-exitcode=99 "$@"
 	fi
 }
