@@ -38,16 +38,22 @@ srcs="lib/kh_error.c lib/kh_mem.c lib/kh_json.c lib/kh_proto.c lib/kh_sign.c lib
 	lib/kh_pkcs11.c conf/kh_policy.c cache/kh_record.c cache/kh_cache.c"
 
 echo "==> building the fuzz targets in $dir"
-objs=()
-for s in $srcs; do
+objs=() pids=()
+jobs=$(nproc 2>/dev/null || echo 2)
+for s in $srcs; do   # compile in parallel, $jobs at a time
 	o=$dir/obj/$(basename "$s" .c).o
-	$CC $cflags -fsanitize=fuzzer-no-link -include "$dir/obj/config.h" -c "$top/$s" -o "$o"
-	objs+=("$o")
+	$CC $cflags -fsanitize=fuzzer-no-link -include "$dir/obj/config.h" -c "$top/$s" -o "$o" &
+	pids+=($!); objs+=("$o")
+	if [ ${#pids[@]} -ge "$jobs" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
+for p in "${pids[@]}"; do wait "$p"; done
+pids=()
 for t in $targets; do
 	$CC $cflags -fsanitize=fuzzer -include "$dir/obj/config.h" \
-		"$top/tests/fuzz/$t.c" "${objs[@]}" $libs -o "$dir/bin/$t"
+		"$top/tests/fuzz/$t.c" "${objs[@]}" $libs -o "$dir/bin/$t" &
+	pids+=($!)
 done
+for p in "${pids[@]}"; do wait "$p"; done
 
 # The library keeps nothing global per input: every leak is a finding,
 # except libconfig 1.5's own scanner leak (tests/fuzz/lsan.supp says why).
