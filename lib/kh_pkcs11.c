@@ -15,6 +15,7 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 
+#include "kh_dl.h"
 #include "kh_mem.h"
 #include "kh_pkcs11.h"
 
@@ -841,4 +842,15 @@ out:
 		kh_secure_free(buf, cap + 1);
 	(void)close(fd);
 	return rc;
+}
+
+/*
+ * libp11 0.4.12 allocates its OpenSSL EC and RSA method tables once per
+ * load and never frees them: a PAM host that unloads it with the module at
+ * every pam_end would lose them at every login.
+ */
+bool
+kh_p11_pin_library(void)
+{
+	return kh_pin_library_of((const void *)PKCS11_CTX_new);
 }

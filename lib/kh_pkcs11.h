@@ -15,6 +15,7 @@
 #ifndef KH_PKCS11_H
 #define KH_PKCS11_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <openssl/evp.h>
@@ -120,5 +121,8 @@ int kh_p11_read_pin_file(const char *path, char **pin, kh_error *err);
 /* Hex (upper or lower, even length) → bytes. Caller frees *out. */
 int kh_p11_hex_decode(const char *hex, unsigned char **out, size_t *len,
 		      kh_error *err);
+
+/* Keep libp11 mapped once loaded (for a dlclose'd PAM module). */
+bool kh_p11_pin_library(void);
 
 #endif

@@ -4,6 +4,7 @@ lib_libkubehsm_la_SOURCES = \
 	lib/kh_error.c lib/kh_error.h \
 	lib/kh_mem.c lib/kh_mem.h \
 	lib/kh_json.c lib/kh_json.h \
+	lib/kh_dl.c lib/kh_dl.h \
 	$(conf_sources) \
 	$(cache_sources)
 lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \

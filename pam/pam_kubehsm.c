@@ -6,16 +6,11 @@
  * setcred   no work: minting happens in open_session (see kh_pam_session.c)
  * session   kh_pam_open_session / kh_pam_close_session
  *
- * libp11 stays loaded once the module has been: libpam dlcloses the module
- * at every pam_end, which would unload libp11 too, and libp11 (0.4.12)
- * allocates its OpenSSL EC/RSA method tables once per load and never frees
- * them — each login in a long-running PAM host would lose them.
+ * libp11 and libpolkit-gobject stay loaded once the module has been:
+ * libpam dlcloses the module at every pam_end, and neither can safely be
+ * unloaded with it (see pin_dependencies).
  */
 #include "config.h"
-
-#include <dlfcn.h>
-
-#include <libp11.h>
 
 #define PAM_SM_AUTH
 #define PAM_SM_SESSION
@@ -24,21 +19,18 @@
 #include "kh_json.h"
 #include "kh_pam_auth.h"
 #include "kh_pam_util.h"
+#include "kh_pkcs11.h"
+#include "kh_polkit.h"
 
 enum entry { AUTH, SETCRED, OPEN, CLOSE };
 
-/* Pin libp11 (RTLD_NODELETE on the copy already mapped for us). */
+/* Libraries that must outlive the module's unload: see kh_p11_pin_library
+ * and kh_polkit_pin_library for why.  The module itself still unloads. */
 __attribute__((constructor)) static void
-pin_libp11(void)
+pin_dependencies(void)
 {
-	Dl_info info;
-	void *h;
-
-	if (dladdr((void *)PKCS11_CTX_new, &info) == 0 || info.dli_fname == NULL)
-		return;
-	h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-	if (h != NULL)
-		dlclose(h);     /* the mapping stays: NODELETE */
+	(void)kh_p11_pin_library();
+	(void)kh_polkit_pin_library();
 }
 
 static int

@@ -72,7 +72,7 @@ drop_record() {
 # What the user sees through the CLI (must agree with the keyring).
 cli_status() { as_user "$ALICE" "$KUBEHSM" status 2>&1; echo "exit $?"; }
 
-plan 15
+plan 20
 
 polkit_start || { fail "polkitd on a private system bus"; exit 1; }
 pass "polkitd on a private system bus is ready"
@@ -124,4 +124,28 @@ is "$rc" 0 "polkitd stopped, mode if-available: open_session succeeds"
 REC=$(pam_record "$ALICE")
 is "$(jq -r .kube_user <<<"$REC" 2>/dev/null)" "$ALICE" \
 	"polkitd stopped, mode if-available: the record is stored"
+# --- after pam_end: the module is unloaded, libp11 and libpolkit stay ---------
+# (libpolkit's signal handlers on the never-unloaded GDBus connection, and
+# libp11's per-load tables, must not outlive their code.)
+# driver_maps WHEN: the driver's own /proc/PID/maps while paused at WHEN.
+driver_maps() {
+	local tpid dpid
+	LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$SVCDIR" KH_PIN="$PIN" \
+		KH_PAUSE=$1 timeout 60 "$DRIVER" strict-ia "$ALICE" 1 authenticate open_session \
+		>"$KH_TMP/pinned.out" 2>&1 &
+	tpid=$!
+	for _ in $(seq 1 100); do grep -q paused "$KH_TMP/pinned.out" && break; sleep 0.1; done
+	dpid=$(pgrep -P "$tpid" | head -1)
+	[ -n "$dpid" ] && cat "/proc/$dpid/maps"
+	kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
+}
+MAPS=$(driver_maps before-end)
+like "$MAPS" "pam_kubehsm\.so" "control: before pam_end the driver has the module mapped"
 drop_record
+MAPS=$(driver_maps after-end)
+like "$MAPS" "libpam\.so" "after pam_end: the driver's maps were read"
+unlike "$MAPS" "pam_kubehsm\.so" "after pam_end the module itself is unloaded"
+like "$MAPS" "libpolkit-gobject-1\.so" "libpolkit-gobject stays mapped (pinned)"
+like "$MAPS" "libp11\.so" "libp11 stays mapped (pinned)"
+drop_record
+
