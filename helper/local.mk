@@ -1,11 +1,24 @@
-# helper/: the unprivileged `kubehsm` CLI (never setuid).
+# helper/: the unprivileged kubehsm CLI (never setuid).
+#
+# Two programs, one command: `kubehsm` is the lean front end kubectl runs on
+# every invocation (libc, jansson, libkeyutils: it serves `exec` itself);
+# every other subcommand is run by kubehsm-tool in $(pkglibexecdir), which
+# the front end execs.  See helper/front.c.
 bin_PROGRAMS += helper/kubehsm
 helper_kubehsm_SOURCES = \
-	helper/main.c helper/kh_cli.h \
+	helper/front.c helper/kh_cli.c helper/kh_cli.h \
+	helper/cmd_exec.c
+helper_kubehsm_CPPFLAGS = $(AM_CPPFLAGS) -DKH_TOOL_PATH='"$(pkglibexecdir)/kubehsm-tool"'
+helper_kubehsm_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
+helper_kubehsm_LDADD = lib/libkubehsm-core.la
+
+pkglibexec_PROGRAMS += helper/kubehsm-tool
+helper_kubehsm_tool_SOURCES = \
+	helper/main.c helper/kh_cli.c helper/kh_cli.h \
 	helper/cmd_config.c \
 	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c \
 	helper/cmd_kubeconfig.c helper/cmd_admin.c
-helper_kubehsm_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) $(LIBCONFIG_CFLAGS) \
-	$(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
-helper_kubehsm_LDADD = lib/libkubehsm.la
+helper_kubehsm_tool_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
+	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
+helper_kubehsm_tool_LDADD = lib/libkubehsm.la
 dist_man_MANS += helper/kubehsm.1

@@ -1,4 +1,7 @@
 /*
+ * kubehsm-tool — every kubehsm subcommand; the `kubehsm` front end
+ * (front.c) runs `exec` itself and hands everything else to this program.
+ *
  * kubehsm — the unprivileged kubehsm command-line tool.
  *
  * It is a client-go exec credential plugin (`kubehsm exec`), an external
@@ -39,48 +42,6 @@ usage(FILE *out)
 		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'kubehsm COMMAND --help' for a command's options.\n"
 		"See kubehsm(1) and kubehsm.conf(5).\n");
-}
-
-void
-kh_cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("kubehsm: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-int
-kh_cli_write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-const char *
-kh_cli_config_path(const char *option)
-{
-	const char *env;
-
-	if (option != NULL)
-		return option;
-	env = getenv("KUBEHSM_CONFIG");
-	if (env != NULL && env[0] != '\0')
-		return env;
-	return KH_DEFAULT_CONFIG;
 }
 
 int

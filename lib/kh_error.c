@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/err.h>
-
 #include "kh_error.h"
 
 /*
@@ -44,26 +42,26 @@ kh_fail(kh_error *err, enum kh_errcode code, const char *fmt, ...)
 }
 
 int
-kh_fail_ssl(kh_error *err, enum kh_errcode code, const char *fmt, ...)
+kh_vfail(kh_error *err, enum kh_errcode code, const char *fmt, va_list ap)
+{
+	if (err != NULL)
+		kh_vset(err, code, fmt, ap);
+	return -1;
+}
+
+void
+kh_error_append(kh_error *err, const char *fmt, ...)
 {
 	va_list ap;
-	unsigned long e = ERR_peek_last_error();
-	char buf[256];
 	size_t len;
 
-	if (err != NULL) {
-		va_start(ap, fmt);
-		kh_vset(err, code, fmt, ap);
-		va_end(ap);
-		if (e != 0) {
-			ERR_error_string_n(e, buf, sizeof(buf));
-			len = strlen(err->msg);
-			(void)snprintf(err->msg + len, sizeof(err->msg) - len, " (%s)", buf);
-			kh_oneline(err->msg);
-		}
-	}
-	ERR_clear_error();
-	return -1;
+	if (err == NULL)
+		return;
+	len = strlen(err->msg);
+	va_start(ap, fmt);
+	(void)vsnprintf(err->msg + len, sizeof(err->msg) - len, fmt, ap);
+	va_end(ap);
+	kh_oneline(err->msg);
 }
 
 void

@@ -8,6 +8,7 @@
 #ifndef KH_ERROR_H
 #define KH_ERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #define KH_ERROR_MAX 512
@@ -39,7 +40,15 @@ typedef struct kh_error {
 int kh_fail(kh_error *err, enum kh_errcode code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Like kh_fail, appending the first queued OpenSSL error (and clearing the queue). */
+/* kh_fail with a va_list. */
+int kh_vfail(kh_error *err, enum kh_errcode code, const char *fmt, va_list ap);
+
+/* Append to the message (bounded, still one line). */
+void kh_error_append(kh_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Like kh_fail, appending the first queued OpenSSL error (and clearing the
+ * queue).  In kh_error_ssl.c: part of the full library, not the core. */
 int kh_fail_ssl(kh_error *err, enum kh_errcode code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include "kh_json.h"
 
 static void *
@@ -21,7 +19,7 @@ kh_json_wiping_free(void *p)
 {
 	if (p == NULL)
 		return;
-	OPENSSL_cleanse(p, malloc_usable_size(p));
+	explicit_bzero(p, malloc_usable_size(p));
 	free(p);
 }
 

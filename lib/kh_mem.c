@@ -3,8 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include "kh_mem.h"
 
 void
@@ -12,7 +10,7 @@ kh_secure_free(void *p, size_t n)
 {
 	if (p == NULL)
 		return;
-	OPENSSL_cleanse(p, n);
+	explicit_bzero(p, n);
 	free(p);
 }
 

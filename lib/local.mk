@@ -1,16 +1,29 @@
-# libkubehsm: the internal convenience library shared by pam/ and helper/.
-noinst_LTLIBRARIES += lib/libkubehsm.la
-lib_libkubehsm_la_SOURCES = \
+# libkubehsm-core: what `kubehsm exec` needs and nothing more — libc,
+# jansson and libkeyutils.  No crypto library: exec runs on every kubectl
+# invocation and must start like a minimal program.
+noinst_LTLIBRARIES += lib/libkubehsm-core.la
+lib_libkubehsm_core_la_SOURCES = \
 	lib/kh_error.c lib/kh_error.h \
 	lib/kh_mem.c lib/kh_mem.h \
 	lib/kh_json.c lib/kh_json.h \
-	lib/kh_dl.c lib/kh_dl.h \
-	$(conf_sources) \
+	lib/kh_proto_json.c lib/kh_proto_json.h \
+	lib/kh_proto_exec.c \
+	conf/kh_policy_words.c conf/kh_policy_words.h \
 	$(cache_sources)
+lib_libkubehsm_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
+lib_libkubehsm_core_la_LIBADD = $(JANSSON_LIBS) $(KEYUTILS_LIBS)
+
+# libkubehsm: the internal library pam/ and kubehsm-tool share (the core,
+# plus OpenSSL, libp11, libconfig and polkit).
+noinst_LTLIBRARIES += lib/libkubehsm.la
+lib_libkubehsm_la_SOURCES = \
+	lib/kh_error_ssl.c \
+	lib/kh_dl.c lib/kh_dl.h \
+	$(conf_sources)
 lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \
 	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
-lib_libkubehsm_la_LIBADD = $(CRYPTO_LIBS) $(LIBCONFIG_LIBS) $(JANSSON_LIBS) \
-	$(KEYUTILS_LIBS) $(LIBP11_LIBS)
+lib_libkubehsm_la_LIBADD = lib/libkubehsm-core.la $(CRYPTO_LIBS) $(LIBCONFIG_LIBS) \
+	$(JANSSON_LIBS) $(KEYUTILS_LIBS) $(LIBP11_LIBS)
 
 # Each area appends its sources in its own fragment.
 include lib/token.mk

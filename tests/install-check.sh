@@ -1,14 +1,16 @@
 #!/bin/bash
-# install-check.sh DESTDIR PAMMODDIR BINDIR: check what `make install` did.
+# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBEXECDIR: check what
+# `make install` did.
 # Run by `make installcheck` (and so by `make distcheck` and scripts/test.sh).
 # The security properties of an install are checked, not assumed:
 #   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
-#   - neither the module nor the kubehsm binary is setuid/setgid or carries
-#     a file capability (they are the only executables kubehsm installs).
+#   - neither the module, kubehsm nor kubehsm-tool is setuid/setgid or
+#     carries a file capability (they are the only executables installed).
 set -u
-destdir=$1 pammoddir=$2 bindir=$3
+destdir=$1 pammoddir=$2 bindir=$3 pkglibexecdir=$4
 module="$destdir$pammoddir/pam_kubehsm.so"
 helper="$destdir$bindir/kubehsm"
+tool="$destdir$pkglibexecdir/kubehsm-tool"
 n=0 failed=0
 check() {
 	n=$((n + 1))
@@ -19,7 +21,8 @@ check() {
 extra=$(find "$destdir$pammoddir" -maxdepth 1 -name 'pam_kubehsm*' ! -name pam_kubehsm.so | tr '\n' ' ')
 [ -z "$extra" ]; check $? "no .la or .a beside the module${extra:+ (found: $extra)}"
 [ -x "$helper" ]; check $? "kubehsm is installed in $bindir"
-for f in "$module" "$helper"; do
+[ -x "$tool" ]; check $? "kubehsm-tool is installed in $pkglibexecdir"
+for f in "$module" "$helper" "$tool"; do
 	[ -e "$f" ] || continue
 	[ -z "$(find "$f" -perm /6000)" ]; check $? "$(basename "$f") has no setuid or setgid bit"
 	caps=$(getcap "$f" 2>/dev/null)

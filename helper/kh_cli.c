@@ -1,0 +1,54 @@
+/*
+ * kh_cli — helpers shared by the kubehsm front end and kubehsm-tool.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kh_cli.h"
+
+void
+kh_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("kubehsm: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+kh_cli_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+const char *
+kh_cli_config_path(const char *option)
+{
+	const char *env;
+
+	if (option != NULL)
+		return option;
+	env = getenv("KUBEHSM_CONFIG");
+	if (env != NULL && env[0] != '\0')
+		return env;
+	return KH_DEFAULT_CONFIG;
+}
