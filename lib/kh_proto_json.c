@@ -154,6 +154,9 @@ kh_json_wipe_string(json_t *s)
 
 /* ======================================================= output buffers */
 
+/* Above this, the bound would waste memory: count the exact size instead. */
+#define KH_DUMP_BOUND_MAX (4u << 20)
+
 struct kh_outbuf {
 	char *buf;
 	size_t cap;
@@ -184,35 +187,89 @@ kh_dump_write(const char *chunk, size_t size, void *data)
 	return 0;
 }
 
+/* Saturating add: a bound that overflows just means "use the counting pass". */
+static size_t
+kh_size_add(size_t a, size_t b)
+{
+	return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
 /*
- * Serialise `root` compactly, plus '\n' and a NUL, into one buffer of exactly
- * the right size. Counting first means no growing buffer is ever reallocated,
- * so nothing that passed through the dump is left in freed memory (the
- * ExecCredential carries the session key).
+ * An upper bound on the compact dump of v: a string byte escapes to at most
+ * six bytes ("\u00XX"; a 4-byte UTF-8 character to twelve), numbers and
+ * literals take fewer than 32, and each member adds quotes, colon and comma.
+ * O(nodes), not O(bytes): string lengths are stored.  Our documents are a
+ * few levels deep; anything deeper gets SIZE_MAX (the counting pass).
+ */
+static size_t
+kh_dump_bound(json_t *v, int depth)
+{
+	size_t n = 2, i;
+	const char *k;
+	json_t *x;
+
+	if (depth > 16)
+		return SIZE_MAX;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		json_object_foreach(v, k, x)
+			n = kh_size_add(n, kh_size_add(6 * strlen(k) + 4,
+						       kh_dump_bound(x, depth + 1)));
+		return n;
+	case JSON_ARRAY:
+		json_array_foreach(v, i, x)
+			n = kh_size_add(n, kh_size_add(1, kh_dump_bound(x, depth + 1)));
+		return n;
+	case JSON_STRING:
+		return json_string_length(v) > (SIZE_MAX - 2) / 6 ? SIZE_MAX
+			: 2 + 6 * json_string_length(v);
+	default:
+		return 32;
+	}
+}
+
+/* Dump into a buffer of cap bytes (+ room for '\n' and NUL); never grows. */
+static int
+kh_dump_into(json_t *root, size_t cap, char **out, size_t *out_len)
+{
+	const size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
+	struct kh_outbuf o = { NULL, cap, 0 };
+
+	o.buf = malloc(cap + 2);
+	if (o.buf == NULL)
+		return -1;
+	if (json_dump_callback(root, kh_dump_write, &o, flags) != 0 || o.used == 0) {
+		kh_secure_free(o.buf, cap + 2);
+		return -1;
+	}
+	o.buf[o.used] = '\n';
+	o.buf[o.used + 1] = '\0';
+	*out = o.buf;
+	*out_len = o.used + 1;
+	return 0;
+}
+
+/*
+ * Serialise `root` compactly, plus '\n' and a NUL, into one buffer that is
+ * never reallocated, so nothing that passed through the dump is left in
+ * freed memory (the ExecCredential carries the session key).  The buffer is
+ * sized from an upper bound computed without serialising, so the document
+ * is dumped once; only if that bound is unusable is it counted first.
  */
 int
 kh_json_dump_line(json_t *root, char **out, size_t *out_len, kh_error *err)
 {
-	const size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
-	struct kh_outbuf o = { NULL, 0, 0 };
-	size_t n = 0;
+	size_t bound = kh_dump_bound(root, 0), n = 0;
 
 	*out = NULL;
 	*out_len = 0;
-	if (json_dump_callback(root, kh_dump_count, &n, flags) != 0 || n == 0 ||
-	    n > SIZE_MAX - 2)
+	if (bound <= KH_DUMP_BOUND_MAX && kh_dump_into(root, bound, out, out_len) == 0)
+		return 0;
+	if (json_dump_callback(root, kh_dump_count, &n,
+			       JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+	    n == 0 || n > SIZE_MAX - 2)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot serialise the JSON answer");
-	o.cap = n;
-	o.buf = malloc(n + 2);
-	if (o.buf == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	if (json_dump_callback(root, kh_dump_write, &o, flags) != 0 || o.used != n) {
-		kh_secure_free(o.buf, n + 2);
+	if (kh_dump_into(root, n, out, out_len) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot serialise the JSON answer");
-	}
-	o.buf[n] = '\n';
-	o.buf[n + 1] = '\0';
-	*out = o.buf;
-	*out_len = n + 1;
 	return 0;
 }
