@@ -43,7 +43,7 @@
 #define KH_DESC_MAX 96
 #define KH_ENDED_MIN_TIMEOUT 60
 #define KH_READ_RETRIES 3
-#define KH_QUOTA_RETRIES 14     /* ~1 s of backoff in all */
+#define KH_QUOTA_RETRIES 24     /* ~3 s of backoff in all */
 
 /* Any of these bits would let the holder change the record. */
 #define KH_PERM_MUTATE (KEY_POS_WRITE | KEY_POS_SETATTR | KEY_USR_WRITE | KEY_USR_SETATTR)
@@ -185,7 +185,8 @@ link_into_destination(key_serial_t key, const struct handoff *h, kh_error *err)
  * The kernel frees a displaced record asynchronously (key garbage
  * collection), so right after a replacement the old record may still be
  * charged to the user.  A quota failure that is only that backlog clears
- * within milliseconds; a quota that is really full fails after ~1 s.
+ * within milliseconds (seconds on a machine under heavy load); a quota that
+ * is really full fails after ~3 s.
  */
 static int
 chown_to_user(key_serial_t key, uid_t uid)
