@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,7 +539,10 @@ kh_cache_login(struct kh_record *rec, const char *pin, kh_error *err)
 		return -1;
 	prev = rec->scope == KH_SCOPE_USER ? root_load(rec->uid, rec->scope, rec->issuer_id, NULL)
 					   : NULL;
-	rec->logins = prev != NULL && prev->logins < 100000 ? prev->logins + 1 : 1;
+	/* A previous record of another user (a reused uid) is not a login of
+	 * this one: it is replaced, not counted. */
+	rec->logins = prev != NULL && strcmp(prev->user, rec->user) == 0 &&
+		      prev->logins < 100000 ? prev->logins + 1 : 1;
 	kh_record_free(prev);
 	rc = kh_cache_store(rec, pin, err);
 	unlock_uid(fd);
@@ -668,6 +672,27 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
 		       "no kube session: log in with your token (PIN) on this host to start one");
 }
 
+/*
+ * The kernel keeps a uid's keys after the account is deleted, so a uid
+ * handed to a new account can find the old holder's record, still valid
+ * and naming the old holder.  The record carries the user name it was
+ * issued to: it must be the caller's account name.
+ */
+static int
+check_account_name(const struct kh_record *rec, kh_error *err)
+{
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+
+	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
+		return kh_fail(err, KH_ERR_REFUSED, "uid %u has no account name to match "
+			       "the session record against", (unsigned)getuid());
+	if (strcmp(rec->user, found->pw_name) != 0)
+		return kh_fail(err, KH_ERR_REFUSED, "the session record was issued to user "
+			       "'%s', not to '%s' (a reused uid?)", rec->user, found->pw_name);
+	return 0;
+}
+
 int
 kh_cache_find(const char *issuer_id, struct kh_record **out,
 	      enum kh_cache_miss *miss, kh_error *err)
@@ -693,7 +718,10 @@ kh_cache_find(const char *issuer_id, struct kh_record **out,
 		return explain_miss(*miss, NULL, err);
 	}
 	kh_error_clear(&why);
-	if (load_record(key, getuid(), issuer_id, out, &why) != 0) {
+	if (load_record(key, getuid(), issuer_id, out, &why) != 0 ||
+	    check_account_name(*out, &why) != 0) {
+		kh_record_free(*out);
+		*out = NULL;
 		if (why.code == KH_ERR_UNSUPPORTED || why.code == KH_ERR_INTERNAL) {
 			if (err != NULL)
 				*err = why;

@@ -155,6 +155,16 @@ like "$out" "^miss refused.*(owned by uid 0|permission denied)" "a record owned 
 run as_user "$alice" sh -c "keyctl padd user kubehsm:session:v1 @s <'$KH_TMP/good.json' >/dev/null && '$PROBE' find"
 like "$out" "^miss refused.*writable" "a record alice made herself is refused"
 
+# --- a reused uid: the kernel keeps a deleted account's keys ----------------
+"$PROBE" store "$A" "formeruser" user 600 "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*issued to user 'formeruser', not to '$alice'" \
+	"a record issued to another account name under alice's uid is refused"
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+run as_user "$alice" "$PROBE" find
+like "$out" "^ok uid=$A user=$alice logins=1 " \
+	"and alice's next login replaces it without counting it as hers"
+
 # --- session scope ----------------------------------------------------------
 "$PROBE" revoke "$A" >/dev/null
 run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
