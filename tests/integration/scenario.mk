@@ -4,3 +4,8 @@
 # and a long-running Python client across a re-login.
 TESTS += tests/integration/scenario.sh
 EXTRA_DIST += tests/integration/scenario.sh
+
+# The scenario's 200 concurrent kubectl runs need both cores: with
+# `make check -j2` they must not share the machine with the long,
+# single-threaded valgrind PAM run, which therefore starts after them.
+tests/integration/pam_valgrind.log: tests/integration/scenario.log

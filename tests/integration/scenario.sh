@@ -29,7 +29,9 @@ chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" 2>/dev/null || true
 # An ASan-built module needs the ASan runtime preloaded into pamtester (as
 # in pam.sh); pamtester's own leaks are not this test's business.
 PT_ENV=()
+SANITIZED=0
 if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init; then
+	SANITIZED=1
 	PT_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 	[ -f "${PT_ENV[0]#LD_PRELOAD=}" ] || { echo "Bail out! libasan.so not found"; exit 1; }
@@ -157,8 +159,22 @@ mkfifo -m 0644 "$KH_TMP/stdin"
 exec 7<>"$KH_TMP/stdin"
 R=$KH_TMP/runs
 mkdir -m 0777 "$R"
-t0=$(date +%s%N)
+# All 200 at once in a normal build.  In a sanitizer build (instrumented
+# plugin, and make check running other tests beside this one) 200 Go
+# clients on 2 cores can starve the plugin past client-go's fixed 10 s TLS
+# handshake timeout — the plugin runs inside the handshake — so there each
+# user's 20 runs are concurrent and the users follow one another, all 10
+# still logged in throughout; that build is there to catch memory errors.
+fails=0
 pids=()
+reap() {
+	local p
+	for p in "${pids[@]}"; do
+		wait "${p%%:*}" || { st=$?; fails=$((fails + 1)); echo "exit $st" >"$R/${p#*:}.rc"; }
+	done
+	pids=()
+}
+t0=$(date +%s%N)
 for u in "${USERS[@]}"; do
 	uid=$(id -u "$u"); gid=$(id -g "$u")
 	for i in $(seq 1 $NRUNS); do
@@ -167,15 +183,14 @@ for u in "${USERS[@]}"; do
 			get --raw /kh-whoami <"$KH_TMP/stdin" >"$R/$u.$i.out" 2>"$R/$u.$i.err" &
 		pids+=("$!:$u.$i")
 	done
+	[ "$SANITIZED" = 1 ] && reap
 done
-fails=0
-for p in "${pids[@]}"; do
-	wait "${p%%:*}" || { st=$?; fails=$((fails + 1)); echo "exit $st" >"$R/${p#*:}.rc"; }
-done
+reap
 t1=$(date +%s%N)
+[ "$SANITIZED" = 1 ] && diag "sanitizer build: $NUSERS waves of $NRUNS concurrent runs"
 exec 7>&-
-diag "$((NUSERS * NRUNS)) concurrent kubectl runs took $(((t1 - t0) / 1000000)) ms"
-is "$fails" 0 "all $((NUSERS * NRUNS)) concurrent kubectl runs succeed" ||
+diag "$((NUSERS * NRUNS)) kubectl runs took $(((t1 - t0) / 1000000)) ms"
+is "$fails" 0 "all $((NUSERS * NRUNS)) kubectl runs succeed ($NRUNS concurrent per user)" ||
 	diag "$(for f in "$R"/*.rc; do echo "${f##*/}: $(cat "$f")"; grep -v '^Joined' "${f%.rc}.err" | head -5; done | head -40)"
 noisy=$(for f in "$R"/*.err; do grep -v '^Joined session keyring: ' "$f"; done | wc -l)
 is "$noisy" 0 "no run printed anything on stderr (no prompt, no warning)"
