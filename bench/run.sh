@@ -85,7 +85,7 @@ die() { echo "bench: FAILED: $*" >&2; exit 1; }
 # Machine description, before we add load.
 {
 	echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "mode=$MODE rounds=$ROUNDS runs_per_round=$RUNS warmup=$WARMUP"
+	printf "mode=%s\nrounds=%s\nruns_per_round=%s\nwarmup=%s\n" "$MODE" "$ROUNDS" "$RUNS" "$WARMUP"
 	echo "nproc=$(nproc)"
 	echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 	echo "kernel=$(uname -srm)"
