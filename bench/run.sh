@@ -115,23 +115,8 @@ UHOME=$(getent passwd "$U" | cut -d: -f6)
 pki_user_cert "$U" users --cn "$U" --o dev --o ops && pki_token_init "$U" "$PIN" &&
 	pki_token_import "$U" "$PIN" "$U" kube 01 || die "user token"
 pki_token_give "$U" "$U"   # signer.key = token signs on it as the user
-ETC=$KH_TMP/etc
-mkdir -m 0755 "$ETC"
-CONF=$ETC/kubehsm.conf
-cat >"$CONF" <<CONF
-version = 1;
-pkcs11 = { module = "$PKI_MODULE"; };
-token = { label = "%u"; key_label = "kube"; };
-trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
-identity = { username = "%u"; groups = [ "cert:O" ]; };
-issuer = { key = "pkcs11:token=$HOST;object=issuer"; module = "$PKI_MODULE";
-           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$PKI_DIR/issuer.pin";
-           key_type = "ec-p256"; };
-session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; cache_pin = true; };
-signer = { key = "session"; };
-polkit = { mode = "off"; };
-CONF
-chmod 0644 "$CONF"
+CONF=$KH_TMP/etc/kubehsm.conf
+pki_policy "$CONF" "$HOST" cache_pin=true || die "policy"   # for signer.key = token
 export KUBEHSM_CONFIG=$CONF
 printf '%s\n' "$PIN" >"$KH_TMP/pin"; chmod 0600 "$KH_TMP/pin"
 

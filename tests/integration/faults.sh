@@ -86,19 +86,7 @@ chmod 0600 "$PKI_DIR/issuer.pin"
 echo "this is not a shared object" >"$ETC/not-a-library.so"; chmod 0644 "$ETC/not-a-library.so"
 NOTP11=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null || ls /lib/*/libz.so.1 | head -1)
 write_conf() {   # write_conf NAME USER-MODULE ISSUER-PIN-FILE
-	cat >"$ETC/$1.conf" <<CONF
-version = 1;
-pkcs11 = { module = "$2"; };
-token = { label = "%u"; key_label = "kube"; };
-trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
-identity = { username = "%u"; groups = [ "cert:O" ]; };
-issuer = { key = "pkcs11:token=$HOST;object=issuer"; module = "$PKI_MODULE";
-           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$3";
-           key_type = "ec-p256"; };
-session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; };
-polkit = { mode = "off"; };
-CONF
-	chmod 0644 "$ETC/$1.conf"
+	pki_policy "$ETC/$1.conf" "$HOST" module="$2" pin_file="$3"
 }
 write_conf good "$PKI_MODULE" "$PKI_DIR/issuer.pin"
 write_conf shim "$SHIM" "$PKI_DIR/issuer.pin"

@@ -58,23 +58,10 @@ pki_token_init "$MALLORY" "$PIN" && pki_token_import "$MALLORY" "$PIN" "$ALICE" 
 ETC=$KH_TMP/etc
 mkdir -m 0755 "$ETC"
 chmod 0600 "$PKI_DIR/issuer.pin"
-write_conf() {   # write_conf FILE MODULE [extra session lines]
-	cat >"$1" <<CONF
-version = 1;
-pkcs11 = { module = "$2"; };
-token = { label = "%u"; key_label = "kube"; };
-trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
-identity = { username = "%u"; groups = [ "cert:O", "static:kh-all" ]; };
-issuer = { key = "pkcs11:token=$HOST;object=issuer"; module = "$PKI_MODULE";
-           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$PKI_DIR/issuer.pin";
-           key_type = "ec-p256"; };
-session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; };
-polkit = { mode = "off"; };
-CONF
-	chmod 0644 "$1"
-}
 CONF=$ETC/kubehsm.conf
 SHIMCONF=$ETC/shim.conf
+# static:kh-all: a group that is in no certificate, to see it in the record.
+write_conf() { pki_policy "$1" "$HOST" module="$2" groups='"cert:O", "static:kh-all"'; }
 write_conf "$CONF" "$PKI_MODULE"
 write_conf "$SHIMCONF" "$SHIM"
 export KH_SHIM_MODULE=$PKI_MODULE

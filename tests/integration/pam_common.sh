@@ -16,21 +16,8 @@ pam_common_setup() {
 		pki_token_import "$ALICE" "$PIN" "$ALICE" kube 01 || return 1
 	chmod 0600 "$PKI_DIR/issuer.pin"
 	ETC=$KH_TMP/etc
-	mkdir -m 0755 "$ETC" || return 1
 	CONF=$ETC/kubehsm.conf
-	cat >"$CONF" <<CONF
-version = 1;
-pkcs11 = { module = "$PKI_MODULE"; };
-token = { label = "%u"; key_label = "kube"; };
-trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
-identity = { username = "%u"; groups = [ "cert:O" ]; };
-issuer = { key = "pkcs11:token=$HOST;object=issuer";
-           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$PKI_DIR/issuer.pin";
-           key_type = "ec-p256"; };
-session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; };
-polkit = { mode = "${PAM_POLKIT_MODE:-off}"; };
-CONF
-	chmod 0644 "$CONF"
+	pki_policy "$CONF" "$HOST" "polkit=${PAM_POLKIT_MODE:-off}"
 }
 
 # pam_service FILE: auth + session through the module, pam_permit after.

@@ -63,22 +63,8 @@ SHORT=$shorty
 make_user nosess
 NOSESS=$nosess
 
-ETC=$KH_TMP/etc
-mkdir -m 0755 "$ETC"
-CONF=$ETC/kubehsm.conf
-cat >"$CONF" <<CONF
-version = 1;
-pkcs11 = { module = "$PKI_MODULE"; };
-token = { label = "%u"; key_label = "kube"; };
-trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
-identity = { username = "%u"; groups = [ "cert:O" ]; };
-issuer = { key = "pkcs11:token=$HOST;object=issuer";
-           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$PKI_DIR/issuer.pin";
-           key_type = "ec-p256"; };
-session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; };
-polkit = { mode = "off"; };
-CONF
-chmod 0644 "$CONF"
+CONF=$KH_TMP/etc/kubehsm.conf
+pki_policy "$CONF" "$HOST" || { echo "Bail out! policy"; exit 1; }
 
 SVC=kubehsm-scenario-$$
 on_exit "rm -f /etc/pam.d/$SVC"

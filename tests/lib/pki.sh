@@ -247,6 +247,42 @@ pki_issuer_token() {   # LABEL PIN CA [NAME] [ec|rsa|ec384]
 
 # The token's directory: SoftHSM keeps one directory per token, named by a
 # UUID whose last two groups are the token's serial number.
+# pki_policy FILE ISSUER_TOKEN [NAME=VALUE...]: a policy for the tokens and
+# CAs made here, root-owned 0644 in a 0755 directory as the loader requires.
+# Settings and defaults: module=$PKI_MODULE (the users' tokens; the issuer
+# always uses the real SoftHSM), pin_file=$PKI_DIR/issuer.pin,
+# groups='"cert:O"', cache_pin=false, polkit=off.
+pki_policy() {
+	local file=$1 issuer=$2 kv
+	local module=$PKI_MODULE pin_file=$PKI_DIR/issuer.pin groups='"cert:O"'
+	local cache_pin=false polkit=off
+	shift 2
+	for kv in "$@"; do
+		case $kv in
+		module=*) module=${kv#*=} ;;
+		pin_file=*) pin_file=${kv#*=} ;;
+		groups=*) groups=${kv#*=} ;;
+		cache_pin=*) cache_pin=${kv#*=} ;;
+		polkit=*) polkit=${kv#*=} ;;
+		*) echo "pki_policy: unknown setting '$kv'" >&2; return 1 ;;
+		esac
+	done
+	mkdir -p -m 0755 "$(dirname "$file")" || return 1
+	cat >"$file" <<CONF || return 1
+version = 1;
+pkcs11 = { module = "$module"; };
+token = { label = "%u"; key_label = "kube"; };
+trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
+identity = { username = "%u"; groups = [ $groups ]; };
+issuer = { key = "pkcs11:token=$issuer;object=issuer"; module = "$PKI_MODULE";
+           cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$pin_file";
+           key_type = "ec-p256"; };
+session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; cache_pin = $cache_pin; };
+polkit = { mode = "$polkit"; };
+CONF
+	chmod 0644 "$file"
+}
+
 pki_token_serial() {
 	pki_p11tool --list-token-slots 2>/dev/null | awk -v l="$1" '
 		/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
