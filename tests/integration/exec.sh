@@ -290,22 +290,8 @@ kill "$PROXY" 2>/dev/null; wait "$PROXY" 2>/dev/null
 # python3-kubernetes re-runs exec plugins only for tokens, so it keeps the
 # certificate it got at start-up: across a re-login that certificate stays
 # valid (a re-login replaces the record, it does not revoke certificates).
-PYLONG='
-import os, sys, time
-from kubernetes import client, config
-config.load_kube_config(config_file=sys.argv[1], context="v1")
-api = client.CoreV1Api()
-print(api.list_namespaced_pod("default").items[0].metadata.name, flush=True)
-for _ in range(200):
-    if os.path.exists(sys.argv[2]):
-        break
-    time.sleep(0.05)
-else:
-    sys.exit("no re-login signal")
-print(api.list_namespaced_pod("default").items[0].metadata.name, flush=True)
-'
 chmod 0777 "$KH_TMP"
-as_user "$alice" $PY -c "$PYLONG" "$KCA" "$KH_TMP/relogged" </dev/null >"$KH_TMP/pylong.out" 2>"$KH_TMP/pylong.err" &
+as_user "$alice" $PY "$KH_SRCDIR/tests/lib/pylong.py" "$KCA" "$KH_TMP/relogged" v1 10 </dev/null >"$KH_TMP/pylong.out" 2>"$KH_TMP/pylong.err" &
 PYPID=$!
 for _ in $(seq 1 100); do [ -s "$KH_TMP/pylong.out" ] && break; sleep 0.1; done
 "$PROBE" login "$A" "$alice" user 600 $(mat sess) >/dev/null

@@ -241,21 +241,7 @@ is "$bad" "" "the other $((NUSERS - 1)) users' sessions still work, unchanged"
 
 # --- a long-running Python client across a real PAM re-login ----------------
 PYU=${USERS[1]}
-PYLONG='
-import os, sys, time
-from kubernetes import client, config
-config.load_kube_config(config_file=sys.argv[1])
-api = client.CoreV1Api()
-print(api.list_namespaced_pod("default").items[0].metadata.name, flush=True)
-for _ in range(600):
-    if os.path.exists(sys.argv[2]):
-        break
-    time.sleep(0.05)
-else:
-    sys.exit("no re-login signal")
-print(api.list_namespaced_pod("default").items[0].metadata.name, flush=True)
-'
-as_user "$PYU" "$PY" -c "$PYLONG" "$KH_TMP/kc-$PYU" "$R/relogged" </dev/null \
+as_user "$PYU" "$PY" "$KH_SRCDIR/tests/lib/pylong.py" "$KH_TMP/kc-$PYU" "$R/relogged" - 30 </dev/null \
 	>"$R/pylong.out" 2>"$R/pylong.err" &
 PYPID=$!
 on_exit "kill $PYPID"
