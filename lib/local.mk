@@ -11,7 +11,8 @@ lib_libkubehsm_core_la_SOURCES = \
 	conf/kh_policy_words.c conf/kh_policy_words.h \
 	$(cache_sources)
 lib_libkubehsm_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
-lib_libkubehsm_core_la_LIBADD = $(JANSSON_LIBS) $(KEYUTILS_LIBS)
+# No LIBADD: each program that links the core names jansson and libkeyutils
+# itself, so the front end can take them from their static archives.
 
 # libkubehsm: the internal library pam/ and kubehsm-tool share (the core,
 # plus OpenSSL, libp11, libconfig and polkit).
