@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,23 +209,58 @@ kh_exec_info_from_env(const char *value, enum kh_exec_api default_api,
 	return 0;
 }
 
+/*
+ * Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
+ * civil_from_days, exact for every int64 day count used here).  Not
+ * gmtime_r: glibc's gmtime_r loads /etc/localtime on first use (tzset),
+ * seven system calls on the warm path for a conversion that needs no time
+ * zone.  test_proto checks it against gmtime_r over the whole range.
+ */
+static void
+kh_civil_from_days(int64_t z, int64_t *year, unsigned *month, unsigned *day)
+{
+	int64_t era, y;
+	unsigned doe, yoe, doy, mp;
+
+	z += 719468;   /* shift the epoch to 0000-03-01 */
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (unsigned)(z - era * 146097);                           /* [0, 146096] */
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;  /* [0, 399] */
+	y = (int64_t)yoe + era * 400;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);                /* [0, 365] */
+	mp = (5 * doy + 2) / 153;                                     /* [0, 11] */
+	*day = doy - (153 * mp + 2) / 5 + 1;
+	*month = mp < 10 ? mp + 3 : mp - 9;
+	*year = y + (*month <= 2);
+}
+
+/* RFC 3339 UTC with exactly four year digits: 0000-01-01 to 9999-12-31. */
+#define KH_RFC3339_MIN (-62167219200LL)
+#define KH_RFC3339_MAX 253402300799LL
+
 int
 kh_format_rfc3339(time_t t, char *buf, size_t size, kh_error *err)
 {
-	struct tm tm;
-	size_t n;
+	int64_t days, secs, year;
+	unsigned month, day;
+	int n;
 
 	if (buf == NULL || size < 21)
 		return kh_fail(err, KH_ERR_INTERNAL, "kh_format_rfc3339: buffer too small");
 	buf[0] = '\0';
-	if (gmtime_r(&t, &tm) == NULL)
-		return kh_fail(err, KH_ERR_INPUT, "time %lld cannot be represented",
-		               (long long)t);
-	/* tm_year counts from 1900; RFC 3339 has exactly four year digits. */
-	if (tm.tm_year < -1900 || tm.tm_year > 9999 - 1900)
+	if ((long long)t < KH_RFC3339_MIN || (long long)t > KH_RFC3339_MAX)
 		return kh_fail(err, KH_ERR_INPUT,
 		               "time %lld is outside the years 0000-9999", (long long)t);
-	n = strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	days = (int64_t)t / 86400;
+	secs = (int64_t)t % 86400;
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	kh_civil_from_days(days, &year, &month, &day);
+	n = snprintf(buf, size, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)year,
+	             month, day, (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60),
+	             (unsigned)(secs % 60));
 	if (n != 20) {
 		buf[0] = '\0';
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot format time %lld", (long long)t);

@@ -663,6 +663,52 @@ t_rfc3339(void **state)
 	assert_int_equal(err.code, KH_ERR_INTERNAL);
 }
 
+/* The formatter's own calendar against glibc's gmtime_r: every day boundary
+ * of leap and century years near the edges, and a stride through the whole
+ * 0000-9999 range. */
+static void
+expect_like_gmtime(time_t t)
+{
+	char want[32], got[32];
+	struct tm tm;
+	kh_error err;
+
+	assert_non_null(gmtime_r(&t, &tm));
+	/* Not strftime: glibc's %Y does not pad years below 1000. */
+	assert_int_equal(snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02dZ",
+				  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+				  tm.tm_hour, tm.tm_min, tm.tm_sec), 20);
+	assert_int_equal(kh_format_rfc3339(t, got, sizeof(got), &err), 0);
+	if (strcmp(want, got) != 0)
+		fail_msg("time %lld: gmtime_r says %s, kh_format_rfc3339 %s",
+			 (long long)t, want, got);
+}
+
+static void
+t_rfc3339_calendar(void **state)
+{
+	static const long long edges[] = {
+		-62167219200LL, 0, 68169600LL /* 1972-02-29 */, 951782399LL,
+		951868800LL /* 2000-03-01 */, 4107542400LL /* 2100-03-01 */,
+		-2203891200LL /* 1900-03-01 */, 253402300799LL,
+	};
+	long long t;
+	size_t i;
+	int d;
+
+	(void)state;
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		for (d = -3; d <= 3; d++) {
+			t = edges[i] + d * 86400LL;
+			if (t >= -62167219200LL && t <= 253402300799LL)
+				expect_like_gmtime((time_t)t);
+			if (t + 86399 >= -62167219200LL && t + 86399 <= 253402300799LL)
+				expect_like_gmtime((time_t)(t + 86399));
+		}
+	for (t = -62167219200LL; t <= 253402300799LL; t += 86400LL * 37 + 3607)
+		expect_like_gmtime((time_t)t);
+}
+
 static const char cert_pem[] =
 	"-----BEGIN CERTIFICATE-----\nMIIBcert\n-----END CERTIFICATE-----\n"
 	"-----BEGIN CERTIFICATE-----\nMIIBissuer\n-----END CERTIFICATE-----\n";
@@ -1085,6 +1131,7 @@ main(void)
 		cmocka_unit_test(t_exec_env_set),
 		cmocka_unit_test(t_exec_api_names),
 		cmocka_unit_test(t_rfc3339),
+		cmocka_unit_test(t_rfc3339_calendar),
 		cmocka_unit_test(t_exec_response_v1),
 		cmocka_unit_test(t_exec_response_v1beta1),
 		cmocka_unit_test(t_exec_roundtrip_version),
