@@ -53,6 +53,7 @@ main(int argc, char **argv)
 	char tool[PATH_MAX];
 
 	if (argc >= 2 && strcmp(argv[1], "exec") == 0) {
+		kh_json_seed();
 		kh_json_wipe_on_free(true);
 		return kh_cmd_exec(argc - 1, argv + 1);
 	}

@@ -1,8 +1,10 @@
 #include "config.h"
 
 #include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "kh_json.h"
 
@@ -30,6 +32,15 @@ kh_json_wipe_on_free(bool enable)
 		json_set_alloc_funcs(kh_json_malloc, kh_json_wiping_free);
 	else
 		json_set_alloc_funcs(malloc, free);
+}
+
+void
+kh_json_seed(void)
+{
+	uint32_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+		json_object_seed(seed);   /* 0 means "seed yourself": fine too */
 }
 
 char *

@@ -21,6 +21,12 @@
 
 void kh_json_wipe_on_free(bool enable);
 
+/* Seed jansson's hash function from getrandom(2) before its first object.
+ * Unseeded, jansson opens and reads /dev/urandom itself: three system calls
+ * on the exec warm path for the same randomness.  If getrandom fails,
+ * jansson seeds itself as before.  A no-op once an object exists. */
+void kh_json_seed(void);
+
 /* Decode flags for untrusted input: no duplicate keys, nothing after the value. */
 #define KH_JSON_DECODE_FLAGS (JSON_REJECT_DUPLICATES)
 
