@@ -5,6 +5,12 @@
  * wrote it only as far as the key's owner and permissions, which the cache
  * checks separately.  Every field is required, typed, bounded; unknown
  * fields are refused so a future format cannot be half-understood.
+ *
+ * Layout (see kh_record.h): one line of JSON with every small field and the
+ * length of each PEM text, then the PEM texts themselves, back to back.
+ * The PEM texts are four fifths of the record; keeping them out of the JSON
+ * lexer (which copies and escapes byte by byte) halves the instructions of
+ * `kubehsm exec`, which reads this record on every kube request.
  */
 #include "config.h"
 
@@ -28,9 +34,13 @@
 
 static const char *const record_fields[] = {
 	"kind", "v", "uid", "user", "issuer", "scope", "kube_user", "groups",
-	"created", "expires", "logins", "token_uri", "token_cert", "chain", "key",
-	NULL,
+	"created", "expires", "logins", "token_uri", "pem", NULL,
 };
+
+/* The PEM texts after the header line, in this order; "pem" in the header
+ * gives each one's length in bytes. */
+enum { KH_PEM_CHAIN, KH_PEM_KEY, KH_PEM_TOKEN_CERT, KH_PEM_COUNT };
+static const char *const pem_names[KH_PEM_COUNT] = { "chain", "key", "token_cert" };
 
 /* Issuer ids appear in key descriptions: keep them to a plain alphabet. */
 static int
@@ -135,51 +145,84 @@ groups_to_json(const struct kh_record *rec)
 	return arr;
 }
 
+/* The header line: every field but the PEM texts, whose lengths it gives. */
+static json_t *
+header_to_json(const struct kh_record *rec, const size_t pem_len[KH_PEM_COUNT])
+{
+	return json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I,"
+			 " s:s, s:{s:I, s:I, s:I}}",
+			 "kind", KH_RECORD_KIND,
+			 "v", KH_RECORD_VERSION,
+			 "uid", (json_int_t)rec->uid,
+			 "user", rec->user,
+			 "issuer", rec->issuer_id ? rec->issuer_id : "",
+			 "scope", kh_scope_name(rec->scope),
+			 "kube_user", rec->kube_user,
+			 "groups", groups_to_json(rec),
+			 "created", (json_int_t)rec->created,
+			 "expires", (json_int_t)rec->expires,
+			 "logins", (json_int_t)rec->logins,
+			 "token_uri", rec->token_uri ? rec->token_uri : "",
+			 "pem",
+			 pem_names[KH_PEM_CHAIN], (json_int_t)pem_len[KH_PEM_CHAIN],
+			 pem_names[KH_PEM_KEY], (json_int_t)pem_len[KH_PEM_KEY],
+			 pem_names[KH_PEM_TOKEN_CERT], (json_int_t)pem_len[KH_PEM_TOKEN_CERT]);
+}
+
 int
 kh_record_encode(const struct kh_record *rec, char **out, size_t *len,
 		 kh_error *err)
 {
+	const char *pem[KH_PEM_COUNT];
+	size_t pem_len[KH_PEM_COUNT], hlen, total, off, i;
 	json_t *doc;
-	char *text;
-	size_t n;
+	char *header, *text;
 
 	*out = NULL;
 	*len = 0;
 	if (record_shape_ok(rec, err) != 0)
 		return -1;
-	doc = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I,"
-			" s:s, s:s, s:s, s:s}",
-			"kind", KH_RECORD_KIND,
-			"v", KH_RECORD_VERSION,
-			"uid", (json_int_t)rec->uid,
-			"user", rec->user,
-			"issuer", rec->issuer_id ? rec->issuer_id : "",
-			"scope", kh_scope_name(rec->scope),
-			"kube_user", rec->kube_user,
-			"groups", groups_to_json(rec),
-			"created", (json_int_t)rec->created,
-			"expires", (json_int_t)rec->expires,
-			"logins", (json_int_t)rec->logins,
-			"token_uri", rec->token_uri ? rec->token_uri : "",
-			"token_cert", rec->token_cert_pem,
-			"chain", rec->cert_chain_pem,
-			"key", rec->key_pem);
+	pem[KH_PEM_CHAIN] = rec->cert_chain_pem;
+	pem[KH_PEM_KEY] = rec->key_pem;
+	pem[KH_PEM_TOKEN_CERT] = rec->token_cert_pem;
+	for (i = 0; i < KH_PEM_COUNT; i++) {
+		pem_len[i] = strnlen(pem[i], KH_RECORD_MAX + 1);
+		if (!pem_valid(pem[i], pem_len[i]))
+			return kh_fail(err, KH_ERR_INPUT, "session record: the %s is not PEM text "
+				       "of at most %d bytes", pem_names[i], KH_RECORD_MAX);
+	}
+	doc = header_to_json(rec, pem_len);
 	if (doc == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL,
 			       "cannot encode the session record (invalid UTF-8 or out of memory)");
-	text = kh_json_dump_secret(doc, &n);
+	header = kh_json_dump_secret(doc, &hlen);   /* compact: no raw newline */
 	json_decref(doc);
-	if (text == NULL)
+	if (header == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot encode the session record");
-	if (n > KH_RECORD_MAX) {
-		kh_secure_free(text, n + 1);
+	total = hlen + 1 + pem_len[0] + pem_len[1] + pem_len[2];   /* each <= KH_RECORD_MAX */
+	if (total > KH_RECORD_MAX) {
+		free(header);
 		return kh_fail(err, KH_ERR_INPUT,
 			       "session record is %zu bytes, over the %d-byte limit "
 			       "(too many groups or too long a certificate chain)",
-			       n, KH_RECORD_MAX);
+			       total, KH_RECORD_MAX);
 	}
+	text = malloc(total + 1);
+	if (text == NULL) {
+		free(header);
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	}
+	memcpy(text, header, hlen);
+	text[hlen] = '\n';
+	off = hlen + 1;
+	for (i = 0; i < KH_PEM_COUNT; i++) {
+		memcpy(text + off, pem[i], pem_len[i]);
+		off += pem_len[i];
+	}
+	text[total] = '\0';
+	free(header);   /* holds no secret: the key is not in the header */
 	*out = text;
-	*len = n;
+	*len = total;
 	return 0;
 }
 
@@ -203,15 +246,18 @@ get_text(json_t *doc, const char *name, size_t max, int allow_empty,
 	return *out ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 }
 
+/* Copy PEM text i out of the record body; the key's copy is wiped on free. */
 static int
-get_pem(json_t *doc, const char *name, char **out, kh_error *err)
+take_pem(const char *body, size_t off, size_t len, size_t i, char **out, kh_error *err)
 {
-	json_t *v = json_object_get(doc, name);
-
-	if (!json_is_string(v) || !pem_valid(json_string_value(v), json_string_length(v)))
-		return kh_fail(err, KH_ERR_REFUSED, "record field '%s' is missing or not PEM", name);
-	*out = strdup(json_string_value(v));
-	return *out ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	*out = malloc(len + 1);
+	if (*out == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	memcpy(*out, body + off, len);
+	(*out)[len] = '\0';
+	if (!pem_valid(*out, len))   /* also refuses an embedded NUL */
+		return kh_fail(err, KH_ERR_REFUSED, "record %s is not PEM text", pem_names[i]);
+	return 0;
 }
 
 static int
@@ -311,13 +357,37 @@ decode_fields(json_t *doc, struct kh_record *rec, kh_error *err)
 	    get_text(doc, "issuer", KH_ISSUER_ID_MAX, 1, &rec->issuer_id, err) != 0 ||
 	    get_text(doc, "kube_user", KH_NAME_MAX, 0, &rec->kube_user, err) != 0 ||
 	    get_text(doc, "token_uri", KH_URI_MAX, 1, &rec->token_uri, err) != 0 ||
-	    get_pem(doc, "token_cert", &rec->token_cert_pem, err) != 0 ||
-	    get_pem(doc, "chain", &rec->cert_chain_pem, err) != 0 ||
-	    get_pem(doc, "key", &rec->key_pem, err) != 0 ||
 	    decode_groups(doc, rec, err) != 0)
 		return -1;
 	if (!issuer_id_valid(rec->issuer_id))
 		return kh_fail(err, KH_ERR_REFUSED, "record field 'issuer' is invalid");
+	return 0;
+}
+
+/* The PEM texts after the header: exactly the lengths "pem" names, in order,
+ * filling the rest of the record. */
+static int
+decode_pem_texts(json_t *doc, const char *body, size_t body_len,
+		 struct kh_record *rec, kh_error *err)
+{
+	char **dst[KH_PEM_COUNT] = { &rec->cert_chain_pem, &rec->key_pem, &rec->token_cert_pem };
+	json_t *lens = json_object_get(doc, "pem");
+	json_int_t n;
+	size_t off = 0, i;
+
+	if (!json_is_object(lens) || json_object_size(lens) != KH_PEM_COUNT)
+		return kh_fail(err, KH_ERR_REFUSED, "record field 'pem' is invalid");
+	for (i = 0; i < KH_PEM_COUNT; i++) {
+		if (get_int(lens, pem_names[i], 1, KH_RECORD_MAX, &n, err) != 0)
+			return -1;
+		if ((size_t)n > body_len - off)
+			return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (shorter than its PEM texts)");
+		if (take_pem(body, off, (size_t)n, i, dst[i], err) != 0)
+			return -1;
+		off += (size_t)n;
+	}
+	if (off != body_len)
+		return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (bytes after its PEM texts)");
 	return 0;
 }
 
@@ -327,13 +397,19 @@ kh_record_decode(const char *buf, size_t len, struct kh_record **out,
 {
 	struct kh_record *rec;
 	json_error_t jerr;
+	const char *nl;
 	json_t *doc;
+	size_t hlen;
 
 	*out = NULL;
 	if (len == 0 || len > KH_RECORD_MAX)
 		return kh_fail(err, KH_ERR_REFUSED,
 			       "session record size %zu is outside 1..%d bytes", len, KH_RECORD_MAX);
-	doc = json_loadb(buf, len, KH_JSON_DECODE_FLAGS, &jerr);
+	nl = memchr(buf, '\n', len);
+	if (nl == NULL)
+		return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (no header line)");
+	hlen = (size_t)(nl - buf);
+	doc = json_loadb(buf, hlen, KH_JSON_DECODE_FLAGS, &jerr);
 	if (doc == NULL)
 		return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (%s)", jerr.text);
 	if (!json_is_object(doc)) {
@@ -345,7 +421,8 @@ kh_record_decode(const char *buf, size_t len, struct kh_record **out,
 		json_decref(doc);
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
-	if (decode_fields(doc, rec, err) != 0) {
+	if (decode_fields(doc, rec, err) != 0 ||
+	    decode_pem_texts(doc, nl + 1, len - hlen - 1, rec, err) != 0) {
 		json_decref(doc);
 		kh_record_free(rec);
 		return -1;

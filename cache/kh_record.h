@@ -1,9 +1,19 @@
 /*
  * kh_record — the session record kept in the kernel keyring.
  *
- * Wire format: one JSON object (jansson, strict: duplicate keys rejected),
- * versioned by "v".  Self-describing so `keyctl print` shows what it is, and
- * kept small: it counts against the user's 20000-byte key quota.
+ * Wire format, versioned by "v":
+ *
+ *   {"kind":"kubehsm-session","v":1,"uid":...,"user":...,"issuer":...,
+ *    "scope":...,"kube_user":...,"groups":[...],"created":...,"expires":...,
+ *    "logins":...,"token_uri":...,"pem":{"chain":N1,"key":N2,"token_cert":N3}}\n
+ *   <N1 bytes: session certificate chain PEM><N2 bytes: session key PEM>
+ *   <N3 bytes: token certificate PEM>
+ *
+ * The first line is one compact JSON object (jansson, strict: duplicate
+ * keys rejected, every field required, unknown fields refused); the PEM
+ * texts follow back to back and must fill the record exactly.  Self-
+ * describing, so `keyctl print` shows what it is, and kept small: it counts
+ * against the user's 20000-byte key quota.
  */
 #ifndef KH_RECORD_H
 #define KH_RECORD_H

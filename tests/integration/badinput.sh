@@ -269,12 +269,14 @@ run as_user "$bob" env KUBERNETES_EXEC_INFO="$GOOD" "$KUBEHSM" exec
 like "$out" '"kind":"ExecCredential"' "control: bob's unforged record is served" || diag "$err"
 forge_payload() {   # forge_payload NAME PERM PYTHON-EXPR-ON-r [OWNER]
 	local name=$1 perm=$2 expr=$3 owner=${4:-$B}
-	python3 - "$KH_TMP/bob.json" "$KH_TMP/forged.json" "$expr" <<'PY' || { fail "record: $name: python"; return 1; }
+	python3 - "$KH_TMP/bob.json" "$KH_TMP/forged.json" "$expr" "$KH_SRCDIR/tests/lib" <<'PY' || { fail "record: $name: python"; return 1; }
 import json, sys, time
-r = json.load(open(sys.argv[1]))
+sys.path.insert(0, sys.argv[4])
+import record
+r = record.load(open(sys.argv[1]).read())
 now = int(time.time())
 exec(sys.argv[3])
-open(sys.argv[2], "w").write(r if isinstance(r, str) else json.dumps(r, separators=(",", ":")))
+open(sys.argv[2], "w").write(r if isinstance(r, str) else record.dump(r))
 PY
 	as_user "$bob" keyctl clear @u >/dev/null 2>&1
 	"$PROBE" forge "$owner" "$B" kubehsm:session:v1 "$perm" 600 "$KH_TMP/forged.json" >/dev/null ||
@@ -306,8 +308,13 @@ forge_case "chain empty" $RO "r['chain'] = ''"
 forge_case "issuer id with a slash" $RO "r['issuer'] = '../x'"
 forge_case "logins negative" $RO "r['logins'] = -1"
 forge_case "user with a newline" $RO "r['user'] = 'bob\\nroot'"
-forge_case "duplicate uid (raw JSON)" $RO "r = json.dumps(r, separators=(',', ':'))[:-1] + ',\"uid\":$B}'"
-forge_case "trailing data after the record" $RO "r = json.dumps(r) + ' {}'"
+forge_case "duplicate uid (raw JSON)" $RO "h, b = record.dump(r).split('\n', 1); r = h[:-1] + ',\"uid\":$B}\n' + b"
+forge_case "trailing data after the header" $RO "h, b = record.dump(r).split('\n', 1); r = h + ' {}\n' + b"
+forge_case "trailing data after the PEM texts" $RO "r = record.dump(r) + ' {}'"
+forge_case "no header line (all JSON)" $RO "r = json.dumps(r)"
+forge_case "chain one byte longer than said" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"chain\":', '\"chain\":1', 1) + '\n' + b"
+forge_case "token certificate cut short" $RO "h, b = record.dump(r).split('\n', 1); r = h + '\n' + b[:-1]"
+forge_case "PEM length negative" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"key\":', '\"key\":-', 1) + '\n' + b"
 forge_case "record over 6 KiB" $RO "r['token_uri'] = 'pkcs11:' + 'x' * 7000"
 forge_case "valid record writable by bob" 3f3f0000 'pass'
 forge_case "valid record owned by root, readable through perms" 3f3f3f3f 'pass' 0

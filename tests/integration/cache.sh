@@ -127,11 +127,11 @@ like "$out" "^miss revoked" "and it is gone for all her processes"
 
 # --- forged and tampered records are refused --------------------------------
 "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
-good=$(as_user "$alice" sh -c 'keyctl print $(keyctl search @u user kubehsm:session:v1)')
-printf '%s' "$good" | sed "s/\"uid\":$A/\"uid\":$B/" >"$KH_TMP/other-uid.json"
-printf '%s' "$good" | sed 's/"v":1/"v":2/' >"$KH_TMP/v2.json"
-printf '%s' "$good" | head -c 300 >"$KH_TMP/truncated.json"
-printf '%s' "$good" >"$KH_TMP/good.json"
+# To a file, not $(...): the record ends in a newline that must stay.
+as_user "$alice" sh -c 'keyctl pipe $(keyctl search @u user kubehsm:session:v1)' >"$KH_TMP/good.json"
+sed "1s/\"uid\":$A/\"uid\":$B/" "$KH_TMP/good.json" >"$KH_TMP/other-uid.json"
+sed '1s/"v":1/"v":2/' "$KH_TMP/good.json" >"$KH_TMP/v2.json"
+head -c 300 "$KH_TMP/good.json" >"$KH_TMP/truncated.json"
 forge() { "$PROBE" forge "$@" >/dev/null; }
 forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/other-uid.json"
 run as_user "$alice" "$PROBE" find

@@ -177,14 +177,15 @@ like "$(newlog)" "$SVC-wrongpin:auth\\).*authenticated with token" \
 A=$(uid_of "$ALICE")
 pt good authenticate open_session
 is "$rc" 0 "a real login caches a session for the expiry case"
-PAYLOAD=$(as_user "$ALICE" sh -c 'keyctl pipe $(keyctl search @u user kubehsm:session:v1)' 2>/dev/null)
+as_user "$ALICE" sh -c 'keyctl pipe $(keyctl search @u user kubehsm:session:v1)' >"$KH_TMP/payload" 2>/dev/null
 as_user "$ALICE" keyctl clear @u >/dev/null 2>&1
 # The same record, re-stamped to expire in 3 s while the kernel keeps it for
 # 10 minutes: only the clock moving past "expires" can stop it being served.
-python3 -c 'import json, sys, time
-r = json.loads(sys.argv[1]); now = int(time.time())
+python3 -c 'import sys, time
+sys.path.insert(0, sys.argv[2]); import record
+r = record.load(open(sys.argv[1]).read()); now = int(time.time())
 r["created"] = now - 60; r["expires"] = now + 3
-print(json.dumps(r, separators=(",", ":")), end="")' "$PAYLOAD" >"$KH_TMP/soon.json"
+print(record.dump(r), end="")' "$KH_TMP/payload" "$KH_SRCDIR/tests/lib" >"$KH_TMP/soon.json"
 "$PROBE" forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/soon.json" >/dev/null
 INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}'
 run as_user "$ALICE" env KUBERNETES_EXEC_INFO="$INFO" "$KUBEHSM" exec

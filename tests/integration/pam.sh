@@ -96,10 +96,11 @@ pt() {
 	local svc=$1 user=$2 pin=$3; shift 3
 	run env "${PT_ENV[@]}" timeout 60 pamtester "$svc" "$user" "$@" <<<"$pin"
 }
-# record USER: the user's cached record (JSON) as the user sees it, or "".
+# record USER: the user's cached record as the user sees it, as one JSON
+# object (tests/lib/record.py), or "".
 record() {
 	as_user "$1" sh -c 'id=$(keyctl search @u user kubehsm:session:v1 2>/dev/null) &&
-		keyctl pipe "$id"' 2>/dev/null
+		keyctl pipe "$id"' 2>/dev/null | python3 "$KH_SRCDIR/tests/lib/record.py" json
 }
 logins() { local l; l=$(record "$1" | jq -r .logins 2>/dev/null); echo "${l:-none}"; }
 shim_logins() { grep -c '^C_Login$' "$SHIMLOG" 2>/dev/null || :; }

@@ -30,8 +30,9 @@ pam_service() {
 	} >"$1"
 }
 
-# The user's cached record (JSON) as the user reads it, or "".
+# The user's cached record as the user reads it, as one JSON object (the
+# header's fields and the PEM texts: tests/lib/record.py), or "".
 pam_record() {
 	as_user "$1" sh -c 'id=$(keyctl search @u user kubehsm:session:v1 2>/dev/null) &&
-		keyctl pipe "$id"' 2>/dev/null
+		keyctl pipe "$id"' 2>/dev/null | python3 "$KH_SRCDIR/tests/lib/record.py" json
 }

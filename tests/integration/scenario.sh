@@ -89,10 +89,11 @@ for u in "${USERS[@]}" "$SHORT" "$NOSESS"; do kubeconfig_for "$u"; done
 
 # login USER: a real PAM login, PIN once on stdin; the login stays open.
 login() { run env "${PT_ENV[@]}" timeout 60 pamtester "$SVC" "$1" authenticate open_session <<<"$PIN"; }
-# record USER: the user's record (JSON) as the user reads it, or "".
+# record USER: the user's record as the user reads it, as one JSON object
+# (tests/lib/record.py), or "".
 record() {
 	as_user "$1" sh -c 'id=$(keyctl search @u user kubehsm:session:v1 2>/dev/null) &&
-		keyctl pipe "$id"' 2>/dev/null
+		keyctl pipe "$id"' 2>/dev/null | python3 "$KH_SRCDIR/tests/lib/record.py" json
 }
 serial_of_record() { record "$1" | jq -r .chain | openssl x509 -noout -serial 2>/dev/null | cut -d= -f2; }
 # kc USER ARGS...: kubectl as USER, no terminal, stdin from /dev/null, in a

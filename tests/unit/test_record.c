@@ -217,27 +217,101 @@ expect_refused_text(const char *text, size_t len, const char *why)
 	assert_true(err.msg[0] != '\0');
 }
 
-/* Take the valid sample as JSON, set field `name` to `value` (NULL: delete). */
-static void
-expect_refused_field(const char *name, json_t *value, const char *why)
+/* The valid sample split into its header (parsed) and the PEM texts after
+ * it; *body is malloc'd. */
+static json_t *
+sample_header(char **body, size_t *body_len)
 {
 	struct kh_record r = sample();
 	json_error_t jerr;
-	size_t len;
-	char *buf = encode(&r, &len), *text;
-	json_t *doc = json_loadb(buf, len, 0, &jerr);
+	size_t len, hlen;
+	char *buf = encode(&r, &len);
+	json_t *doc;
 
+	hlen = strcspn(buf, "\n");
+	assert_true(hlen < len);
+	doc = json_loadb(buf, hlen, 0, &jerr);
 	assert_non_null(doc);
+	*body_len = len - hlen - 1;
+	*body = malloc(*body_len + 1);
+	assert_non_null(*body);
+	memcpy(*body, buf + hlen + 1, *body_len + 1);
+	kh_secure_free(buf, len + 1);
+	return doc;
+}
+
+/* Reassemble header line + body and expect the decoder to refuse it. */
+static void
+expect_refused_parts(json_t *header, const char *body, size_t body_len, const char *why)
+{
+	char *line = json_dumps(header, JSON_COMPACT), *text;
+	size_t hlen;
+
+	assert_non_null(line);
+	hlen = strlen(line);
+	text = malloc(hlen + 1 + body_len + 1);
+	assert_non_null(text);
+	memcpy(text, line, hlen);
+	text[hlen] = '\n';
+	memcpy(text + hlen + 1, body, body_len);
+	text[hlen + 1 + body_len] = '\0';
+	expect_refused_text(text, hlen + 1 + body_len, why);
+	free(text);
+	free(line);
+}
+
+/* Set header field `name` to `value` (NULL: delete) and expect a refusal. */
+static void
+expect_refused_field(const char *name, json_t *value, const char *why)
+{
+	size_t body_len;
+	char *body;
+	json_t *doc = sample_header(&body, &body_len);
+
 	if (value == NULL)
 		json_object_del(doc, name);
 	else
 		json_object_set_new(doc, name, value);
-	text = json_dumps(doc, JSON_COMPACT);
-	assert_non_null(text);
-	expect_refused_text(text, strlen(text), why);
-	free(text);
+	expect_refused_parts(doc, body, body_len, why);
 	json_decref(doc);
-	kh_secure_free(buf, len + 1);
+	kh_secure_free(body, body_len + 1);
+}
+
+/* Set the length of PEM text `name` in the header (NULL: delete). */
+static void
+expect_refused_pem_length(const char *name, json_t *value, const char *why)
+{
+	size_t body_len;
+	char *body;
+	json_t *doc = sample_header(&body, &body_len), *lens = json_object_get(doc, "pem");
+
+	assert_non_null(lens);
+	if (value == NULL)
+		json_object_del(lens, name);
+	else
+		json_object_set_new(lens, name, value);
+	expect_refused_parts(doc, body, body_len, why);
+	json_decref(doc);
+	kh_secure_free(body, body_len + 1);
+}
+
+/* Overwrite byte `at` of the PEM texts (or append `extra` bytes). */
+static void
+expect_refused_body(size_t at, char c, size_t extra, const char *why)
+{
+	size_t body_len;
+	char *body;
+	json_t *doc = sample_header(&body, &body_len);
+
+	body = realloc(body, body_len + extra + 1);
+	assert_non_null(body);
+	if (extra == 0)
+		body[at] = c;
+	else
+		memset(body + body_len, c, extra);
+	expect_refused_parts(doc, body, body_len + extra, why);
+	json_decref(doc);
+	kh_secure_free(body, body_len + extra + 1);
 }
 
 static void
@@ -250,6 +324,9 @@ test_decode_refuses_malformed(void **state)
 		"{\"kind\":\"other\",\"v\":1}",
 		"{\"kind\":\"kubehsm-session\",\"kind\":\"kubehsm-session\",\"v\":1}",
 		"{\"kind\":\"kubehsm-session\",\"v\":1} trailing",
+		"\n", "{}\n", "\n{\"kind\":\"kubehsm-session\",\"v\":1}",
+		"{\"kind\":\"kubehsm-session\",\"v\":1}\n",
+		"{\"kind\":\"kubehsm-session\",\"v\":1} x\n-----BEGIN CERTIFICATE-----\n",
 	};
 	struct kh_record r = sample();
 	size_t i, len;
@@ -303,12 +380,34 @@ test_decode_refuses_forged_fields(void **state)
 	expect_refused_field("expires", json_string("tomorrow"), "with a string expiry");
 	expect_refused_field("logins", json_integer(0), "with zero logins");
 	expect_refused_field("logins", json_integer(1000000), "with absurd logins");
-	expect_refused_field("chain", json_string("not pem"), "with a non-PEM chain");
-	expect_refused_field("key", json_string(""), "with an empty key");
-	expect_refused_field("key", NULL, "without a key");
-	expect_refused_field("token_cert", json_true(), "with a boolean token cert");
 	expect_refused_field("pin", json_string("123456"), "carrying a PIN field");
 	expect_refused_field("extra", json_integer(1), "with an unknown field");
+	expect_refused_field("key", json_string(PEM_KEY), "with the key in the header");
+	expect_refused_field("pem", NULL, "without PEM lengths");
+	expect_refused_field("pem", json_pack("[iii]", 1, 1, 1), "with PEM lengths as an array");
+}
+
+static void
+test_decode_refuses_forged_pem_texts(void **state)
+{
+	const size_t chain = strlen(PEM_CERT PEM_CERT), key = strlen(PEM_KEY);
+
+	(void)state;
+	expect_refused_pem_length("chain", json_integer((json_int_t)chain + 1), "with a chain too long");
+	expect_refused_pem_length("chain", json_integer((json_int_t)chain - 1), "with a chain too short");
+	expect_refused_pem_length("key", json_integer(0), "with an empty key");
+	expect_refused_pem_length("key", json_string("62"), "with a string key length");
+	expect_refused_pem_length("key", json_integer(-1), "with a negative key length");
+	expect_refused_pem_length("key", json_integer(KH_RECORD_MAX + 1), "with an absurd key length");
+	expect_refused_pem_length("token_cert", NULL, "without a token certificate");
+	expect_refused_pem_length("extra", json_integer(1), "with a fourth PEM text");
+	/* The lengths fit, the texts do not. */
+	expect_refused_body(0, 'x', 0, "with a non-PEM chain");
+	expect_refused_body(chain, 'x', 0, "with a non-PEM key");
+	expect_refused_body(chain + key, 'x', 0, "with a non-PEM token certificate");
+	expect_refused_body(chain + 40, '\0', 0, "with a NUL in the chain");
+	expect_refused_body(chain + 40, '\x01', 0, "with a control byte in the key");
+	expect_refused_body(0, '\n', 1, "with a byte after the PEM texts");
 }
 
 int
@@ -324,6 +423,7 @@ main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_decode_refuses_malformed),
 		cmocka_unit_test(test_decode_refuses_forged_fields),
+		cmocka_unit_test(test_decode_refuses_forged_pem_texts),
 	};
 
 	kh_json_wipe_on_free(true);
