@@ -3,7 +3,7 @@
 OUT ?= .
 CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
-PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/p11_floor $(OUT)/loadgen
+PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
@@ -11,6 +11,8 @@ $(OUT)/exec_floor: floor/exec_floor.c
 $(OUT)/loadgen: floor/loadgen.c
 	$(CC) $(CFLAGS) -o $@ $<
 $(OUT)/sign_floor: floor/sign_floor.c
+	$(CC) $(CFLAGS) $$(pkg-config --cflags libcrypto) -o $@ $< $$(pkg-config --libs libcrypto)
+$(OUT)/ssl_floor: floor/ssl_floor.c
 	$(CC) $(CFLAGS) $$(pkg-config --cflags libcrypto) -o $@ $< $$(pkg-config --libs libcrypto)
 $(OUT)/p11_floor: floor/p11_floor.c
 	$(CC) $(CFLAGS) $$(pkg-config --cflags libp11 libcrypto) -o $@ $< $$(pkg-config --libs libp11 libcrypto)

@@ -38,11 +38,15 @@ for f in "$KUBECTL" "$GKE" "$PAM_P11"; do
 	[ -e "$f" ] || { echo "bench: needs $f" >&2; exit 2; }
 done
 
+# FAST_RUNS: runs per round for the millisecond commands (exec, sign), whose
+# medians need many samples on a noisy machine.
 if [ $QUICK = 1 ]; then
 	ROUNDS=${BENCH_ROUNDS:-3} RUNS=${BENCH_RUNS:-4} WARMUP=${BENCH_WARMUP:-2} LOAD_N=${BENCH_LOAD_N:-25}
+	FAST_RUNS=${BENCH_FAST_RUNS:-10}
 	MODE=quick
 else
 	ROUNDS=${BENCH_ROUNDS:-10} RUNS=${BENCH_RUNS:-5} WARMUP=${BENCH_WARMUP:-3} LOAD_N=${BENCH_LOAD_N:-150}
+	FAST_RUNS=${BENCH_FAST_RUNS:-30}
 	MODE=full
 fi
 LOAD_USERS=20 LOAD_P=50
@@ -85,7 +89,8 @@ die() { echo "bench: FAILED: $*" >&2; exit 1; }
 # Machine description, before we add load.
 {
 	echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	printf "mode=%s\nrounds=%s\nruns_per_round=%s\nwarmup=%s\n" "$MODE" "$ROUNDS" "$RUNS" "$WARMUP"
+	printf "mode=%s\nrounds=%s\nruns_per_round=%s\nfast_runs_per_round=%s\nwarmup=%s\n" \
+		"$MODE" "$ROUNDS" "$RUNS" "$FAST_RUNS" "$WARMUP"
 	echo "nproc=$(nproc)"
 	echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 	echo "kernel=$(uname -srm)"
@@ -240,15 +245,15 @@ runu "$U" "$FLOOR/p11_floor" "$PKI_MODULE" "$U" "$PIN" kube "$DIGEST" >/dev/null
 
 # --- measuring ----------------------------------------------------------------------------
 # measure NAME AS NAME1 CMD1 NAME2 CMD2 [...]: ROUNDS hyperfine invocations,
-# the command order rotated each round.  AS is a user (commands run as that
+# the command order rotated each round, RUNS runs each (MRUNS=N overrides).  AS is a user (commands run as that
 # user with -N, no shell) or "root-shell" (as root through sh, for commands
 # that need a redirection; hyperfine subtracts the shell's start-up).
 measure() {
-	local name=$1 as=$2 r i k n; shift 2
+	local name=$1 as=$2 r i k n runs=${MRUNS:-$RUNS}; shift 2
 	local names=() cmds=()
 	while [ $# -gt 0 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
 	n=${#names[@]}
-	log "$name: $ROUNDS rounds x $RUNS runs of ${names[*]}"
+	log "$name: $ROUNDS rounds x $runs runs of ${names[*]}"
 	for ((r = 0; r < ROUNDS; r++)); do
 		local args=()
 		for ((i = 0; i < n; i++)); do
@@ -256,11 +261,11 @@ measure() {
 			args+=(-n "${names[$k]}" "${cmds[$k]}")
 		done
 		if [ "$as" = root-shell ]; then
-			hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" \
+			hyperfine --style none --warmup "$WARMUP" --runs "$runs" \
 				--export-json "$RAW/$name.r$r.json" "${args[@]}" >/dev/null ||
 				die "hyperfine $name round $r"
 		else
-			runu "$as" hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" \
+			runu "$as" hyperfine -N --style none --warmup "$WARMUP" --runs "$runs" \
 				--export-json "$HF/hf.json" "${args[@]}" </dev/null >/dev/null ||
 				die "hyperfine $name round $r"
 			cp "$HF/hf.json" "$RAW/$name.r$r.json"
@@ -271,7 +276,7 @@ HF=$KH_TMP/hf   # hyperfine, as the user, writes its JSON there
 install -d -o "$U" -m 0700 "$HF"
 
 # Target 1: the exec plugin's warm path.
-measure exec "$U" \
+MRUNS=$FAST_RUNS measure exec "$U" \
 	kubehsm "$KUBEHSM exec" \
 	floor "$FLOOR/exec_floor $KH_TMP/execcred.json" \
 	gke "$GKE"
@@ -297,9 +302,10 @@ measure kubectl "$U" \
 	static-cert "$KUBECTL --kubeconfig $KC_STATIC get --raw /version"
 
 # Target 3: the signer.
-measure sign "$U" \
+MRUNS=$FAST_RUNS measure sign "$U" \
 	kubehsm-sign "$KUBEHSM sign '$SIGNREQ'" \
 	exec-floor "$FLOOR/exec_floor $KH_TMP/signresp.json" \
+	ssl-floor "$FLOOR/ssl_floor $KH_TMP/signresp.json" \
 	sign-floor "$FLOOR/sign_floor $SESS/key.pem $DIGEST"
 measure signtoken "$U" \
 	kubehsm-sign-token "$KUBEHSM sign --key token '$SIGNREQ'" \
