@@ -30,6 +30,7 @@
 #include "kh_cli.h"
 #include "kh_mem.h"
 #include "kh_pkcs11.h"
+#include "kh_pkey.h"
 #include "kh_policy.h"
 #include "kh_proto.h"
 #include "kh_sign.h"
@@ -81,18 +82,6 @@ kh_pem_first_der(const char *pem, unsigned char **der, size_t *der_len, kh_error
 	OPENSSL_free(p);
 	*der_len = (size_t)n;
 	return 0;
-}
-
-static EVP_PKEY *
-kh_pem_key(const char *pem, kh_error *err)
-{
-	BIO *b = BIO_new_mem_buf(pem, -1);
-	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
-
-	BIO_free(b);
-	if (k == NULL)
-		kh_fail_ssl(err, KH_ERR_REFUSED, "the cached session key cannot be read");
-	return k;
 }
 
 /* signer.key from the policy; "session" when no policy file exists. */
@@ -228,7 +217,7 @@ kh_cmd_sign(int argc, char **argv)
 				kh_cli_error("sign: token: %s", err.msg);
 				goto out;
 			}
-		} else if ((pkey = kh_pem_key(rec->key_pem, &err)) == NULL) {
+		} else if ((pkey = kh_pkey_from_pkcs8_pem(rec->key_pem, &err)) == NULL) {
 			kh_cli_error("sign: %s", err.msg);
 			goto out;
 		}

@@ -17,10 +17,13 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rsa.h>
 
+#include "kh_pkey.h"
 #include "kh_proto.h"
 #include "kh_sign.h"
 
@@ -352,6 +355,97 @@ t_e2e_ecdsa(void **state)
 	signer_end_to_end(K.p384, "crypto.Hash", "6", KH_SIGN_HASH, KH_GO_SHA384, 0);
 }
 
+/* ---- kh_pkey: the session key from its PKCS#8 PEM ------------------------ */
+
+/* PEM of `key` as PEM_write_bio_PrivateKey writes it (unencrypted PKCS#8),
+ * or with `cipher`, encrypted PKCS#8; malloc'd. */
+static char *
+pem_of(EVP_PKEY *key, const EVP_CIPHER *cipher, int traditional)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *data, *out;
+	long n;
+
+	assert_non_null(b);
+	if (traditional)
+		assert_int_equal(PEM_write_bio_PrivateKey_traditional(b, key, NULL, NULL, 0,
+								       NULL, NULL), 1);
+	else
+		assert_int_equal(PEM_write_bio_PrivateKey(b, key, cipher, (unsigned char *)"pw",
+							  cipher ? 2 : 0, NULL, NULL), 1);
+	n = BIO_get_mem_data(b, &data);
+	out = strndup(data, (size_t)n);
+	assert_non_null(out);
+	BIO_free(b);
+	return out;
+}
+
+static void
+t_pkey_round_trip(void **state)
+{
+	EVP_PKEY *keys[] = { K.p256, K.p384, K.rsa2048, K.rsapss, K.ed25519 };
+	kh_error err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char *pem = pem_of(keys[i], NULL, 0);
+		EVP_PKEY *got = kh_pkey_from_pkcs8_pem(pem, &err);
+
+		if (got == NULL)
+			fail_msg("key %zu: %s", i, err.msg);
+		assert_int_equal(EVP_PKEY_eq(got, keys[i]), 1);
+		assert_int_equal(EVP_PKEY_get_base_id(got), EVP_PKEY_get_base_id(keys[i]));
+		EVP_PKEY_free(got);
+		free(pem);
+	}
+}
+
+static void
+expect_pkey_refused(const char *pem, const char *why)
+{
+	kh_error err;
+	EVP_PKEY *got = kh_pkey_from_pkcs8_pem(pem, &err);
+
+	if (got != NULL)
+		fail_msg("accepted a session key %s", why);
+	assert_int_equal(err.code, KH_ERR_REFUSED);
+	assert_true(err.msg[0] != '\0');
+}
+
+static void
+t_pkey_refuses(void **state)
+{
+	char *enc = pem_of(K.p256, EVP_aes_256_cbc(), 0);
+	char *trad = pem_of(K.p256, NULL, 1);
+	char *plain = pem_of(K.p256, NULL, 0);
+	char *cut = strdup(plain), *bent = strdup(plain), *hdr;
+
+	(void)state;
+	assert_non_null(cut);
+	assert_non_null(bent);
+	expect_pkey_refused(enc, "that is encrypted");
+	expect_pkey_refused(trad, "in the traditional EC format");
+	expect_pkey_refused("", "that is empty");
+	expect_pkey_refused("not pem at all\n", "that is not PEM");
+	expect_pkey_refused("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+			    "that is a certificate");
+	cut[strlen(cut) / 2] = '\0';
+	expect_pkey_refused(cut, "cut in half");
+	bent[40] = bent[40] == 'A' ? 'B' : 'A';   /* one base64 digit of the DER */
+	expect_pkey_refused(bent, "with a corrupted body");
+	assert_true(asprintf(&hdr, "-----BEGIN PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+			     "DEK-Info: AES-256-CBC,00000000000000000000000000000000\n\n%s",
+			     plain + strlen("-----BEGIN PRIVATE KEY-----\n")) > 0);
+	expect_pkey_refused(hdr, "with PEM headers");
+	free(hdr);
+	free(cut);
+	free(bent);
+	free(plain);
+	free(trad);
+	free(enc);
+}
+
 #define N_GOOD (sizeof(good) / sizeof(good[0]))
 #define N_BAD (sizeof(bad) / sizeof(bad[0]))
 
@@ -364,6 +458,8 @@ main(void)
 		cmocka_unit_test(t_e2e_rsa_pss),
 		cmocka_unit_test(t_e2e_rsa_pkcs1),
 		cmocka_unit_test(t_e2e_ecdsa),
+		cmocka_unit_test(t_pkey_round_trip),
+		cmocka_unit_test(t_pkey_refuses),
 	};
 	const size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
 	const size_t total = nfixed + N_GOOD + N_BAD;
