@@ -676,14 +676,28 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
  * The kernel keeps a uid's keys after the account is deleted, so a uid
  * handed to a new account can find the old holder's record, still valid
  * and naming the old holder.  The record carries the user name it was
- * issued to: it must be the caller's account name.
+ * issued to: it must be the caller's account name, or kubectl would act as
+ * the old holder by accident.
+ *
+ * This guards against accidents, not against the new holder: the record is
+ * readable by its uid, so whoever holds the uid can read it with keyctl
+ * anyway (revoking at account removal closes that: kubehsm admin revoke).
+ * Within that bound the login's LOGNAME, which login, sshd, su and sudo set
+ * from the account database, is as good a witness as the database itself:
+ * when it names the record's user the names agree, and exec does not pay
+ * for an NSS lookup (nsswitch.conf, nscd probes, /etc/passwd or a directory
+ * server: a third of its cost with local files) on every kube request.  When
+ * LOGNAME is unset or names anyone else, the account database decides.
  */
 static int
 check_account_name(const struct kh_record *rec, kh_error *err)
 {
+	const char *logname = getenv("LOGNAME");
 	struct passwd pw, *found = NULL;
 	char buf[4096];
 
+	if (logname != NULL && strcmp(logname, rec->user) == 0)
+		return 0;
 	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
 		return kh_fail(err, KH_ERR_REFUSED, "uid %u has no account name to match "
 			       "the session record against", (unsigned)getuid());

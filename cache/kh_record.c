@@ -381,13 +381,15 @@ decode_pem_texts(json_t *doc, const char *body, size_t body_len,
 		if (get_int(lens, pem_names[i], 1, KH_RECORD_MAX, &n, err) != 0)
 			return -1;
 		if ((size_t)n > body_len - off)
-			return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (shorter than its PEM texts)");
+			return kh_fail(err, KH_ERR_REFUSED,
+				       "session record is malformed (shorter than its PEM texts)");
 		if (take_pem(body, off, (size_t)n, i, dst[i], err) != 0)
 			return -1;
 		off += (size_t)n;
 	}
 	if (off != body_len)
-		return kh_fail(err, KH_ERR_REFUSED, "session record is malformed (bytes after its PEM texts)");
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "session record is malformed (bytes after its PEM texts)");
 	return 0;
 }
 

@@ -14,7 +14,7 @@ PACKAGES=(
 	pamtester libpam-wrapper libpamtest0-dev
 	polkitd dbus nginx-light python3-kubernetes golang-go
 	# hardening and benchmarks
-	clang libclang-rt-14-dev valgrind hyperfine gnuplot-nox libpam-p11
+	clang libclang-rt-14-dev valgrind strace hyperfine gnuplot-nox libpam-p11
 	xz-utils git procps passwd libcap2-bin
 	# tools the integration tests drive
 	jq curl openssl python3 util-linux coreutils login

@@ -160,10 +160,26 @@ like "$out" "^miss refused.*writable" "a record alice made herself is refused"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*issued to user 'formeruser', not to '$alice'" \
 	"a record issued to another account name under alice's uid is refused"
+run as_user "$alice" env LOGNAME=someoneelse "$PROBE" find
+like "$out" "^miss refused.*issued to user 'formeruser', not to '$alice'" \
+	"... also when LOGNAME names a third user (the account database decides)"
 "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
 run as_user "$alice" "$PROBE" find
 like "$out" "^ok uid=$A user=$alice logins=1 " \
 	"and alice's next login replaces it without counting it as hers"
+# The login's LOGNAME naming the record's user spares the account lookup;
+# a LOGNAME naming someone else, or none, falls back to it.
+install -d -o "$alice" -m 0700 "$KH_TMP/alice-trace"
+run as_user "$alice" strace -f -e trace=openat,connect -o "$KH_TMP/alice-trace/nss" "$PROBE" find
+like "$out" "^ok uid=$A " "served with LOGNAME=$alice (strace)"
+unlike "$(cat "$KH_TMP/alice-trace/nss")" "/etc/passwd|nsswitch|nscd" \
+	"LOGNAME names the record's user: no account-database lookup"
+run as_user "$alice" env LOGNAME=nobody strace -f -e trace=openat,connect -o "$KH_TMP/alice-trace/nss" "$PROBE" find
+like "$out" "^ok uid=$A " "served with LOGNAME=nobody: the account database says $alice"
+like "$(cat "$KH_TMP/alice-trace/nss")" "/etc/passwd|nsswitch" \
+	"LOGNAME names someone else: the account database is asked"
+run as_user "$alice" env -u LOGNAME "$PROBE" find
+like "$out" "^ok uid=$A " "served without LOGNAME: the account database says $alice"
 
 # --- session scope ----------------------------------------------------------
 "$PROBE" revoke "$A" >/dev/null
