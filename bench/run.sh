@@ -100,8 +100,10 @@ die() { echo "bench: FAILED: $*" >&2; exit 1; }
 	echo "hyperfine=$(hyperfine --version | cut -d' ' -f2)"
 	echo "kubehsm_build=$KH_BUILDDIR"
 	echo "kubehsm_commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)"
-	echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/.libs/kubehsm" "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
-		awk '/=>/ {print $1}' | sort -u | grep -E 'crypto|p11|glib|gobject|gio|polkit|jansson|config|keyutils|ssl' | tr '\n' ' ')"
+	# The shared objects `kubehsm exec` maps (the front end; its libc and
+	# loader are the floor's too).
+	echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
+		awk '$1 !~ /^linux-vdso/ {print $1}' | sort -u | tr '\n' ' ')"
 } >"$RES/machine.txt"
 
 # --- floor programs -------------------------------------------------------------
