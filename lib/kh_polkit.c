@@ -9,7 +9,6 @@
 
 #include <polkit/polkit.h>
 
-#include "kh_dl.h"
 #include "kh_polkit.h"
 
 /*
@@ -494,17 +493,4 @@ kh_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
 	}
 	g_free(groups);
 	return rc;
-}
-
-/*
- * libpolkit-gobject registers GObject types and, through its authority's
- * D-Bus proxy, signal handlers on the process-wide system-bus connection.
- * GLib and GIO are never unloaded, so if libpolkit were unloaded with the
- * PAM module, a later signal (polkitd stopping or starting) or a late
- * finaliser would jump into unmapped code.
- */
-bool
-kh_polkit_pin_library(void)
-{
-	return kh_pin_library_of((const void *)polkit_authority_get_sync);
 }

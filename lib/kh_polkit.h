@@ -103,7 +103,4 @@ int kh_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
 			  const struct kh_polkit_login *login,
 			  bool *unreachable, kh_error *err);
 
-/* Keep libpolkit-gobject mapped once loaded (for a dlclose'd PAM module). */
-bool kh_polkit_pin_library(void);
-
 #endif

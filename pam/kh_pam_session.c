@@ -24,7 +24,7 @@
 #include "kh_mem.h"
 #include "kh_pam_auth.h"
 #include "kh_pkcs11.h"
-#include "kh_polkit.h"
+#include "kh_pam_polkit.h"
 #include "kh_x509.h"
 
 static const char *
@@ -61,8 +61,8 @@ polkit_allows(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		.nkube_groups = l->ngroups,
 	};
 	/* The subject is this login: the host process, as the user's uid. */
-	rc = kh_polkit_check_login(policy->polkit.mode, getpid(), l->uid, &pl,
-				   &unreachable, &err);
+	rc = kh_pam_polkit_check_login(policy->polkit.mode, getpid(), l->uid, &pl,
+				       &unreachable, &err);
 	if (rc == 1 && unreachable)
 		pam_syslog(pamh, LOG_WARNING, "user '%s': %s", l->user, err.msg);
 	else if (rc == 0)

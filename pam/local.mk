@@ -4,20 +4,36 @@ pammod_LTLIBRARIES += pam/pam_kubehsm.la
 pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c \
 	pam/kh_pam_auth.c pam/kh_pam_auth.h \
 	pam/kh_pam_session.c \
+	pam/kh_pam_polkit.c pam/kh_pam_polkit.h \
 	pam/kh_pam_util.c pam/kh_pam_util.h
+pam_pam_kubehsm_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DKH_POLKIT_PLUGIN='"$(pkglibdir)/kubehsm-polkit.so"'
 pam_pam_kubehsm_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
 	$(JANSSON_CFLAGS) $(LIBP11_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS)
 pam_pam_kubehsm_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^pam_sm_' -Wl,-z,defs
 pam_pam_kubehsm_la_LIBADD = lib/libkubehsm.la $(PAM_LIBS) $(CRYPTO_LIBS) $(LIBP11_LIBS)
 
+# The polkit client, a plugin the module loads only when polkit.mode is not
+# "off" (pam/kh_pam_polkit.c): libpolkit-gobject maps GLib, GObject, GIO
+# and some twenty more shared objects into the process.  Built here so the
+# build tree has it beside the module.
+pkglib_LTLIBRARIES += pam/kubehsm-polkit.la
+pam_kubehsm_polkit_la_SOURCES = lib/kh_polkit.c lib/kh_polkit.h \
+	lib/kh_error.c lib/kh_error.h
+pam_kubehsm_polkit_la_CFLAGS = $(AM_CFLAGS) $(POLKIT_CFLAGS)
+pam_kubehsm_polkit_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
+	-export-symbols-regex '^kh_polkit_check_login$$' -Wl,-z,defs
+pam_kubehsm_polkit_la_LIBADD = $(POLKIT_LIBS)
+
 dist_man_MANS += pam/pam_kubehsm.8
 EXTRA_DIST += pam/examples/sshd pam/examples/login
 
 install-exec-hook: pam-remove-la
 pam-remove-la:
-	rm -f $(DESTDIR)$(pammoddir)/pam_kubehsm.la $(DESTDIR)$(pammoddir)/pam_kubehsm.a
+	rm -f $(DESTDIR)$(pammoddir)/pam_kubehsm.la $(DESTDIR)$(pammoddir)/pam_kubehsm.a \
+		$(DESTDIR)$(pkglibdir)/kubehsm-polkit.la $(DESTDIR)$(pkglibdir)/kubehsm-polkit.a
 uninstall-hook: pam-uninstall-so
 pam-uninstall-so:
-	rm -f $(DESTDIR)$(pammoddir)/pam_kubehsm.so
+	rm -f $(DESTDIR)$(pammoddir)/pam_kubehsm.so $(DESTDIR)$(pkglibdir)/kubehsm-polkit.so
 .PHONY: pam-remove-la pam-uninstall-so

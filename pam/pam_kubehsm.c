@@ -6,9 +6,10 @@
  * setcred   no work: minting happens in open_session (see kh_pam_session.c)
  * session   kh_pam_open_session / kh_pam_close_session
  *
- * libp11 and libpolkit-gobject stay loaded once the module has been:
- * libpam dlcloses the module at every pam_end, and neither can safely be
- * unloaded with it (see pin_dependencies).
+ * libp11 stays loaded once the module has been: libpam dlcloses the module
+ * at every pam_end, and libp11 cannot safely be unloaded with it (see
+ * pin_dependencies).  The polkit plugin pins itself when it is first
+ * loaded (kh_pam_polkit.c).
  */
 #include "config.h"
 
@@ -20,17 +21,15 @@
 #include "kh_pam_auth.h"
 #include "kh_pam_util.h"
 #include "kh_pkcs11.h"
-#include "kh_polkit.h"
 
 enum entry { AUTH, SETCRED, OPEN, CLOSE };
 
-/* Libraries that must outlive the module's unload: see kh_p11_pin_library
- * and kh_polkit_pin_library for why.  The module itself still unloads. */
+/* A library that must outlive the module's unload: see kh_p11_pin_library
+ * for why.  The module itself still unloads. */
 __attribute__((constructor)) static void
 pin_dependencies(void)
 {
 	(void)kh_p11_pin_library();
-	(void)kh_polkit_pin_library();
 }
 
 static int

@@ -1,14 +1,17 @@
 #!/bin/bash
-# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBEXECDIR: check what
-# `make install` did.
+# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBEXECDIR PKGLIBDIR: check
+# what `make install` did.
 # Run by `make installcheck` (and so by `make distcheck` and scripts/test.sh).
 # The security properties of an install are checked, not assumed:
 #   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
+#   - the polkit plugin is in PKGLIBDIR, again without .la/.a, and the
+#     module does not link libpolkit or GLib itself;
 #   - neither the module, kubehsm nor kubehsm-tool is setuid/setgid or
 #     carries a file capability (they are the only executables installed).
 set -u
-destdir=$1 pammoddir=$2 bindir=$3 pkglibexecdir=$4
+destdir=$1 pammoddir=$2 bindir=$3 pkglibexecdir=$4 pkglibdir=$5
 module="$destdir$pammoddir/pam_kubehsm.so"
+plugin="$destdir$pkglibdir/kubehsm-polkit.so"
 helper="$destdir$bindir/kubehsm"
 tool="$destdir$pkglibexecdir/kubehsm-tool"
 n=0 failed=0
@@ -22,7 +25,17 @@ extra=$(find "$destdir$pammoddir" -maxdepth 1 -name 'pam_kubehsm*' ! -name pam_k
 [ -z "$extra" ]; check $? "no .la or .a beside the module${extra:+ (found: $extra)}"
 [ -x "$helper" ]; check $? "kubehsm is installed in $bindir"
 [ -x "$tool" ]; check $? "kubehsm-tool is installed in $pkglibexecdir"
-for f in "$module" "$helper" "$tool"; do
+[ -f "$plugin" ]; check $? "kubehsm-polkit.so is installed in $pkglibdir"
+extra=$(find "$destdir$pkglibdir" -maxdepth 1 -name 'kubehsm-polkit*' ! -name kubehsm-polkit.so 2>/dev/null | tr '\n' ' ')
+[ -z "$extra" ]; check $? "no .la or .a beside the polkit plugin${extra:+ (found: $extra)}"
+needed=$(objdump -p "$module" 2>/dev/null | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
+case "$needed" in
+*polkit* | *glib* | *gio* | *gobject*) false ;;
+*libpam*) true ;;
+*) false ;;
+esac
+check $? "pam_kubehsm.so links neither libpolkit nor GLib (NEEDED: $needed)"
+for f in "$module" "$helper" "$tool" "$plugin"; do
 	[ -e "$f" ] || continue
 	[ -z "$(find "$f" -perm /6000)" ]; check $? "$(basename "$f") has no setuid or setgid bit"
 	caps=$(getcap "$f" 2>/dev/null)

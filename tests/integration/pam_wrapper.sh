@@ -55,6 +55,12 @@ sed 's/^polkit = .*/polkit = { mode = "if-available"; };/' "$CONF" >"$CONF_IA"
 chmod 0644 "$CONF_IA"
 grep -q '"if-available"' "$CONF_IA" || { echo "Bail out! if-available policy"; exit 1; }
 strict_service "$SVCDIR/strict-ia" "$CONF_IA"
+# And with polkit.mode = off: the plugin is never loaded.
+CONF_OFF=$ETC/kubehsm-polkit-off.conf
+sed 's/^polkit = .*/polkit = { mode = "off"; };/' "$CONF" >"$CONF_OFF"
+chmod 0644 "$CONF_OFF"
+grep -q '"off"' "$CONF_OFF" || { echo "Bail out! polkit-off policy"; exit 1; }
+strict_service "$SVCDIR/strict-off" "$CONF_OFF"
 
 # drive [-s SERVICE] PIN OPS...: the driver (as root, like a login program)
 # under pam_wrapper; sets $out $err $rc.
@@ -72,7 +78,7 @@ drop_record() {
 # What the user sees through the CLI (must agree with the keyring).
 cli_status() { as_user "$ALICE" "$KUBEHSM" status 2>&1; echo "exit $?"; }
 
-plan 20
+plan 24
 
 polkit_start || { fail "polkitd on a private system bus"; exit 1; }
 pass "polkitd on a private system bus is ready"
@@ -127,11 +133,11 @@ is "$(jq -r .kube_user <<<"$REC" 2>/dev/null)" "$ALICE" \
 # --- after pam_end: the module is unloaded, libp11 and libpolkit stay ---------
 # (libpolkit's signal handlers on the never-unloaded GDBus connection, and
 # libp11's per-load tables, must not outlive their code.)
-# driver_maps WHEN: the driver's own /proc/PID/maps while paused at WHEN.
+# driver_maps WHEN [SERVICE]: the driver's own /proc/PID/maps while paused at WHEN.
 driver_maps() {
 	local tpid dpid
 	LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$SVCDIR" KH_PIN="$PIN" \
-		KH_PAUSE=$1 timeout 60 "$DRIVER" strict-ia "$ALICE" 1 authenticate open_session \
+		KH_PAUSE=$1 timeout 60 "$DRIVER" "${2:-strict-ia}" "$ALICE" 1 authenticate open_session \
 		>"$KH_TMP/pinned.out" 2>&1 &
 	tpid=$!
 	for _ in $(seq 1 100); do grep -q paused "$KH_TMP/pinned.out" && break; sleep 0.1; done
@@ -145,7 +151,15 @@ drop_record
 MAPS=$(driver_maps after-end)
 like "$MAPS" "libpam\.so" "after pam_end: the driver's maps were read"
 unlike "$MAPS" "pam_kubehsm\.so" "after pam_end the module itself is unloaded"
-like "$MAPS" "libpolkit-gobject-1\.so" "libpolkit-gobject stays mapped (pinned)"
+like "$MAPS" "kubehsm-polkit\.so" "the polkit plugin stays mapped (loaded NODELETE)"
+like "$MAPS" "libpolkit-gobject-1\.so" "libpolkit-gobject stays mapped with it"
 like "$MAPS" "libp11\.so" "libp11 stays mapped (pinned)"
+drop_record
+# polkit.mode = off: a whole login maps neither the plugin nor GLib.
+MAPS=$(driver_maps before-end strict-off)
+like "$MAPS" "pam_kubehsm\.so" "polkit off: control: the module is mapped during the login"
+like "$(pam_record "$ALICE")" "\"kube_user\":\"$ALICE\"" "polkit off: the login cached a record"
+unlike "$MAPS" "kubehsm-polkit|libpolkit|libglib|libgio|libgobject" \
+	"polkit off: no polkit plugin, libpolkit or GLib in the login's process"
 drop_record
 
