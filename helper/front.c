@@ -2,15 +2,15 @@
  * kubehsm — the front end kubectl runs on every invocation.
  *
  * `kubehsm exec` is the warm path of every kube client on the host, so this
- * program links only libc, jansson and libkeyutils: it reads the keyring
- * record and prints the ExecCredential with no crypto library, no PKCS#11
- * module, no policy file and no D-Bus.  Every other subcommand needs more
- * (OpenSSL, libp11, libconfig) and is run by kubehsm-tool, which this
- * program execs with the same arguments.
+ * program maps only libc (jansson and libkeyutils are embedded): it reads
+ * the keyring record and prints the ExecCredential with no crypto library,
+ * no PKCS#11 module, no policy file and no D-Bus.  Every other subcommand
+ * needs more (OpenSSL, libp11, libconfig) and lives in kubehsm-tool.so,
+ * which this program loads only for them, running them in this process.
  */
 #include "config.h"
 
-#include <errno.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,16 +20,19 @@
 #include "kh_json.h"
 
 /*
- * kubehsm-tool beside this binary (a build tree), else the configured
- * libexec path.  Neither program is privileged: whoever could place a file
+ * kubehsm-tool.so beside this binary (an install layout that keeps them
+ * together, or libtool's .libs in a build tree), else the configured
+ * $(pkglibdir) path.  Neither is privileged: whoever could place a file
  * beside this one could as well replace this one.
  */
 static int
 tool_path(char *buf, size_t size)
 {
+	static const char *const beside[] = { "kubehsm-tool.so", ".libs/kubehsm-tool.so" };
 	char self[PATH_MAX];
 	ssize_t n;
 	char *slash;
+	size_t i;
 	int len;
 
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -38,31 +41,52 @@ tool_path(char *buf, size_t size)
 		slash = strrchr(self, '/');
 		if (slash != NULL) {
 			*slash = '\0';
-			len = snprintf(buf, size, "%s/kubehsm-tool", self);
-			if (len > 0 && (size_t)len < size && access(buf, X_OK) == 0)
-				return 0;
+			for (i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+				len = snprintf(buf, size, "%s/%s", self, beside[i]);
+				if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0)
+					return 0;
+			}
 		}
 	}
 	len = snprintf(buf, size, "%s", KH_TOOL_PATH);
 	return len > 0 && (size_t)len < size ? 0 : -1;
 }
 
+/* Load kubehsm-tool.so and run the subcommand in this process. */
+static int
+run_tool(int argc, char **argv)
+{
+	int (*tool_main)(int, char **);
+	char tool[PATH_MAX];
+	const char *why;
+	void *handle;
+
+	if (tool_path(tool, sizeof(tool)) != 0) {
+		kh_cli_error("cannot locate kubehsm-tool.so");
+		return KH_EXIT_FAIL;
+	}
+	handle = dlopen(tool, RTLD_NOW | RTLD_LOCAL);
+	if (handle == NULL) {
+		why = dlerror();
+		kh_cli_error("cannot load %s; is kubehsm completely installed?",
+			     why != NULL ? why : tool);
+		return KH_EXIT_FAIL;
+	}
+	*(void **)&tool_main = dlsym(handle, "kh_tool_main");
+	if (tool_main == NULL) {
+		kh_cli_error("%s is not kubehsm's tool module", tool);
+		return KH_EXIT_FAIL;
+	}
+	return tool_main(argc, argv);   /* the module stays loaded until exit */
+}
+
 int
 main(int argc, char **argv)
 {
-	char tool[PATH_MAX];
-
 	if (argc >= 2 && strcmp(argv[1], "exec") == 0) {
 		kh_json_seed();
 		kh_json_wipe_on_free(true);
 		return kh_cmd_exec(argc - 1, argv + 1);
 	}
-	if (tool_path(tool, sizeof(tool)) != 0) {
-		kh_cli_error("cannot locate kubehsm-tool");
-		return KH_EXIT_FAIL;
-	}
-	execv(tool, argv);
-	kh_cli_error("cannot run %s: %s; is kubehsm completely installed?", tool,
-		     strerror(errno));
-	return KH_EXIT_FAIL;
+	return run_tool(argc, argv);
 }

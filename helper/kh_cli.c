@@ -1,5 +1,5 @@
 /*
- * kh_cli — helpers shared by the kubehsm front end and kubehsm-tool.
+ * kh_cli — helpers shared by the kubehsm front end and kubehsm-tool.so.
  */
 #include "config.h"
 

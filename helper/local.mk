@@ -1,15 +1,15 @@
 # helper/: the unprivileged kubehsm CLI (never setuid).
 #
-# Two programs, one command: `kubehsm` is the lean front end kubectl runs on
+# One command in two parts: `kubehsm` is the lean front end kubectl runs on
 # every invocation (libc, plus jansson and libkeyutils, embedded from their
 # static archives by default: see configure.ac; it serves `exec` itself);
-# every other subcommand is run by kubehsm-tool in $(pkglibexecdir), which
-# the front end execs.  See helper/front.c.
+# every other subcommand lives in kubehsm-tool.so in $(pkglibdir), which the
+# front end loads for them.  See helper/front.c.
 bin_PROGRAMS += helper/kubehsm
 helper_kubehsm_SOURCES = \
 	helper/front.c helper/kh_cli.c helper/kh_cli.h \
 	helper/cmd_exec.c
-helper_kubehsm_CPPFLAGS = $(AM_CPPFLAGS) -DKH_TOOL_PATH='"$(pkglibexecdir)/kubehsm-tool"'
+helper_kubehsm_CPPFLAGS = $(AM_CPPFLAGS) -DKH_TOOL_PATH='"$(pkglibdir)/kubehsm-tool.so"'
 helper_kubehsm_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
 helper_kubehsm_LDADD = lib/libkubehsm-core.la $(KH_FRONT_LIBS)
 # Lazy binding (-z relro without -z now) for the front end only: it resolves
@@ -18,16 +18,26 @@ helper_kubehsm_LDADD = lib/libkubehsm-core.la $(KH_FRONT_LIBS)
 # against memory-corruption exploits across a privilege boundary; this
 # program is never setuid, parses only its caller's own environment and
 # root-written keyring record, and exits within a millisecond.  Everything
-# else (PAM module, kubehsm-tool) keeps -z now.
+# else (PAM module, kubehsm-tool.so) keeps -z now.
 helper_kubehsm_LDFLAGS = $(KH_FRONT_LDFLAGS)
 
-pkglibexec_PROGRAMS += helper/kubehsm-tool
-helper_kubehsm_tool_SOURCES = \
-	helper/main.c helper/kh_cli.c helper/kh_cli.h \
+pkglib_LTLIBRARIES += helper/kubehsm-tool.la
+helper_kubehsm_tool_la_SOURCES = \
+	helper/main.c helper/kh_tool.h helper/kh_cli.c helper/kh_cli.h \
 	helper/cmd_config.c \
 	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c \
 	helper/cmd_kubeconfig.c helper/cmd_admin.c
-helper_kubehsm_tool_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
+helper_kubehsm_tool_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
-helper_kubehsm_tool_LDADD = lib/libkubehsm.la
+helper_kubehsm_tool_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
+	-export-symbols-regex '^kh_tool_main$$' -Wl,-z,defs
+helper_kubehsm_tool_la_LIBADD = lib/libkubehsm.la
 dist_man_MANS += helper/kubehsm.1
+
+install-data-hook: helper-remove-la
+helper-remove-la:
+	rm -f $(DESTDIR)$(pkglibdir)/kubehsm-tool.la $(DESTDIR)$(pkglibdir)/kubehsm-tool.a
+uninstall-hook: helper-uninstall-so
+helper-uninstall-so:
+	rm -f $(DESTDIR)$(pkglibdir)/kubehsm-tool.so
+.PHONY: helper-remove-la helper-uninstall-so

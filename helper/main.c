@@ -1,6 +1,8 @@
 /*
- * kubehsm-tool — every kubehsm subcommand; the `kubehsm` front end
- * (front.c) runs `exec` itself and hands everything else to this program.
+ * kubehsm-tool.so — every kubehsm subcommand.  The `kubehsm` front end
+ * (front.c) answers `exec` itself and, for anything else, loads this module
+ * and calls kh_tool_main with its own arguments: one process, and OpenSSL,
+ * libp11 and libconfig only in the commands that need them.
  *
  * kubehsm — the unprivileged kubehsm command-line tool.
  *
@@ -20,6 +22,7 @@
 
 #include "kh_cli.h"
 #include "kh_json.h"
+#include "kh_tool.h"
 
 static const struct kh_cli_command commands[] = {
 	{ "exec", "client-go exec credential plugin (kubectl runs it)", kh_cmd_exec },
@@ -45,7 +48,7 @@ usage(FILE *out)
 }
 
 int
-main(int argc, char **argv)
+kh_tool_main(int argc, char **argv)
 {
 	size_t i;
 

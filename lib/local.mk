@@ -14,7 +14,7 @@ lib_libkubehsm_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS
 # No LIBADD: each program that links the core names jansson and libkeyutils
 # itself, so the front end can take them from their static archives.
 
-# libkubehsm: the internal library pam/ and kubehsm-tool share (the core,
+# libkubehsm: the internal library pam/ and kubehsm-tool.so share (the core,
 # plus OpenSSL, libp11, libconfig and polkit).
 noinst_LTLIBRARIES += lib/libkubehsm.la
 lib_libkubehsm_la_SOURCES = \

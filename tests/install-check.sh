@@ -1,19 +1,19 @@
 #!/bin/bash
-# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBEXECDIR PKGLIBDIR: check
-# what `make install` did.
+# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBDIR: check what
+# `make install` did.
 # Run by `make installcheck` (and so by `make distcheck` and scripts/test.sh).
 # The security properties of an install are checked, not assumed:
 #   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
 #   - the polkit plugin is in PKGLIBDIR, again without .la/.a, and the
 #     module does not link libpolkit or GLib itself;
-#   - neither the module, kubehsm nor kubehsm-tool is setuid/setgid or
-#     carries a file capability (they are the only executables installed).
+#   - kubehsm-tool.so and the polkit plugin are in PKGLIBDIR without .la/.a;
+#   - nothing installed is setuid/setgid or carries a file capability.
 set -u
-destdir=$1 pammoddir=$2 bindir=$3 pkglibexecdir=$4 pkglibdir=$5
+destdir=$1 pammoddir=$2 bindir=$3 pkglibdir=$4
 module="$destdir$pammoddir/pam_kubehsm.so"
 plugin="$destdir$pkglibdir/kubehsm-polkit.so"
 helper="$destdir$bindir/kubehsm"
-tool="$destdir$pkglibexecdir/kubehsm-tool"
+tool="$destdir$pkglibdir/kubehsm-tool.so"
 n=0 failed=0
 check() {
 	n=$((n + 1))
@@ -24,10 +24,19 @@ check() {
 extra=$(find "$destdir$pammoddir" -maxdepth 1 -name 'pam_kubehsm*' ! -name pam_kubehsm.so | tr '\n' ' ')
 [ -z "$extra" ]; check $? "no .la or .a beside the module${extra:+ (found: $extra)}"
 [ -x "$helper" ]; check $? "kubehsm is installed in $bindir"
-[ -x "$tool" ]; check $? "kubehsm-tool is installed in $pkglibexecdir"
+[ -f "$tool" ]; check $? "kubehsm-tool.so is installed in $pkglibdir"
+# Staged (DESTDIR), kubehsm cannot find the module yet and must name the
+# path it tried; installed for real, it runs it.
+out=$("$helper" --version 2>&1)
+case "$out" in
+"kubehsm "[0-9]*) true ;;
+*"$pkglibdir/kubehsm-tool.so"*) true ;;
+*) false ;;
+esac
+check $? "kubehsm looks for its tool module where it was installed (${out%%;*})"
 [ -f "$plugin" ]; check $? "kubehsm-polkit.so is installed in $pkglibdir"
-extra=$(find "$destdir$pkglibdir" -maxdepth 1 -name 'kubehsm-polkit*' ! -name kubehsm-polkit.so 2>/dev/null | tr '\n' ' ')
-[ -z "$extra" ]; check $? "no .la or .a beside the polkit plugin${extra:+ (found: $extra)}"
+extra=$(find "$destdir$pkglibdir" -maxdepth 1 ! -type d ! -name kubehsm-polkit.so ! -name kubehsm-tool.so 2>/dev/null | tr '\n' ' ')
+[ -z "$extra" ]; check $? "only the two modules in $pkglibdir${extra:+ (found: $extra)}"
 needed=$(objdump -p "$module" 2>/dev/null | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
 case "$needed" in
 *polkit* | *glib* | *gio* | *gobject*) false ;;
