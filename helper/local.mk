@@ -12,13 +12,14 @@ helper_kubehsm_SOURCES = \
 helper_kubehsm_CPPFLAGS = $(AM_CPPFLAGS) -DKH_TOOL_PATH='"$(pkglibdir)/kubehsm-tool.so"'
 helper_kubehsm_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
 helper_kubehsm_LDADD = lib/libkubehsm-core.la $(KH_FRONT_LIBS)
-# Lazy binding (-z relro without -z now) for the front end only: it resolves
-# the dozen libc functions it calls instead of every symbol it imports, which
-# is a measurable share of a 1 ms process.  Full RELRO guards GOT entries
-# against memory-corruption exploits across a privilege boundary; this
-# program is never setuid, parses only its caller's own environment and
-# root-written keyring record, and exits within a millisecond.  Everything
-# else (PAM module, kubehsm-tool.so) keeps -z now.
+# Lazy binding (-z relro without -z now) for the front end's own imports
+# only: it resolves the dozen libc functions it calls instead of every symbol
+# it imports, which is a measurable share of a 1 ms process.  Full RELRO
+# guards GOT entries against memory-corruption exploits across a privilege
+# boundary; this program is never setuid and handles only its caller's own
+# input (environment, arguments, the caller's keyring record, which root
+# wrote).  Everything else (PAM module, kubehsm-tool.so, which the front end
+# loads for the other subcommands) keeps -z now.
 helper_kubehsm_LDFLAGS = $(KH_FRONT_LDFLAGS)
 
 pkglib_LTLIBRARIES += helper/kubehsm-tool.la
