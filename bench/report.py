@@ -176,8 +176,7 @@ for k in ("cpu", "nproc", "memory", "kernel", "os", "loadavg_start", "loadavg_en
           "kubehsm_commit", "kubehsm_libs", "exec_credential_bytes", "sign_response_bytes"):
     out.append(f"- {k}: `{m.get(k, '?')}`")
 out.append(f"- method: {m.get('rounds')} rounds × {m.get('runs_per_round')} runs per command "
-           f"({m.get('fast_runs_per_round', m.get('runs_per_round'))} for exec and sign, "
-           f"{m.get('kubectl_runs_per_round', m.get('runs_per_round'))} for kubectl) "
+           f"({m.get('fast_runs_per_round', m.get('runs_per_round'))} for exec and sign) "
            f"(+{m.get('warmup')} warm-ups per round); commands of a comparison run in one hyperfine "
            "invocation per round, their order rotated every round (A B, B A, …)\n")
 out.append("## Targets\n")
