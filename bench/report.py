@@ -46,7 +46,9 @@ def ratio(name, a, b, target, op, what, note=""):
         rows.append((what, "not measured", "", target_str(op, target), "n/a", note))
         return
     r = med(pooled[a]) / med(pooled[b])
-    per = [x[a] / x[b] for x in rounds if a in x and b in x]
+    # A round whose baseline median is 0 (hyperfine subtracting more shell
+    # start-up than a disturbed round took) has no ratio; the pooled one stands.
+    per = [x[a] / x[b] for x in rounds if a in x and b in x and x[b] > 0] or [r]
     met = r <= target if op == "<=" else r >= target
     rows.append((what, f"{r:.2f}", f"{min(per):.2f}–{max(per):.2f}", target_str(op, target),
                  "met" if met else "**not met**", note))
