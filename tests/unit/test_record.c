@@ -260,39 +260,37 @@ expect_refused_parts(json_t *header, const char *body, size_t body_len, const ch
 	free(line);
 }
 
-/* Set header field `name` to `value` (NULL: delete) and expect a refusal. */
+/* In the header (or its sub-object `within`), set field `name` to `value`
+ * (NULL: delete) and expect a refusal. */
 static void
-expect_refused_field(const char *name, json_t *value, const char *why)
+expect_refused_set(const char *within, const char *name, json_t *value, const char *why)
 {
 	size_t body_len;
 	char *body;
 	json_t *doc = sample_header(&body, &body_len);
+	json_t *obj = within != NULL ? json_object_get(doc, within) : doc;
 
+	assert_non_null(obj);
 	if (value == NULL)
-		json_object_del(doc, name);
+		json_object_del(obj, name);
 	else
-		json_object_set_new(doc, name, value);
+		json_object_set_new(obj, name, value);
 	expect_refused_parts(doc, body, body_len, why);
 	json_decref(doc);
 	kh_secure_free(body, body_len + 1);
 }
 
-/* Set the length of PEM text `name` in the header (NULL: delete). */
+static void
+expect_refused_field(const char *name, json_t *value, const char *why)
+{
+	expect_refused_set(NULL, name, value, why);
+}
+
+/* The length of PEM text `name` in the header's "pem" object. */
 static void
 expect_refused_pem_length(const char *name, json_t *value, const char *why)
 {
-	size_t body_len;
-	char *body;
-	json_t *doc = sample_header(&body, &body_len), *lens = json_object_get(doc, "pem");
-
-	assert_non_null(lens);
-	if (value == NULL)
-		json_object_del(lens, name);
-	else
-		json_object_set_new(lens, name, value);
-	expect_refused_parts(doc, body, body_len, why);
-	json_decref(doc);
-	kh_secure_free(body, body_len + 1);
+	expect_refused_set("pem", name, value, why);
 }
 
 /* Overwrite byte `at` of the PEM texts (or append `extra` bytes). */
