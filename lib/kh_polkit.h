@@ -1,10 +1,12 @@
 /*
  * kh_polkit — ask polkitd whether a process may do a kubehsm action.
  *
- * Used by the PAM module (org.kubehsm.cache-credentials, about the login
- * being opened) and by the admin CLI (org.kubehsm.admin-sessions, about
- * itself).  The check is never interactive: a PAM module cannot host an
- * authentication agent, so an "auth_*" answer counts as "no".
+ * Built as the kubehsm-polkit.so plugin, which the PAM module loads for
+ * org.kubehsm.cache-credentials (about the login being opened) only when
+ * polkit.mode is not "off" (pam/kh_pam_polkit.c); kh_polkit_check_login is
+ * its one export.  org.kubehsm.admin-sessions is shipped but not asked: the
+ * admin views need root.  The check is never interactive: a PAM module
+ * cannot host an authentication agent, so an "auth_*" answer counts as "no".
  *
  * Time is bounded: every D-Bus step (connecting to the system bus, looking
  * up polkitd, the check itself) shares one deadline, KH_POLKIT_TIMEOUT_MS
