@@ -12,18 +12,17 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kh_cli.h"
 #include "kh_json.h"
+#include "kh_path.h"
 
 /*
  * kubehsm-tool.so beside this binary (an install layout that keeps them
  * together, or libtool's .libs in a build tree), else the configured
- * $(pkglibdir) path.  Neither is privileged: whoever could place a file
- * beside this one could as well replace this one.
+ * $(pkglibdir) path (kh_path_beside).
  */
 static int
 tool_path(char *buf, size_t size)
@@ -31,25 +30,12 @@ tool_path(char *buf, size_t size)
 	static const char *const beside[] = { "kubehsm-tool.so", ".libs/kubehsm-tool.so" };
 	char self[PATH_MAX];
 	ssize_t n;
-	char *slash;
-	size_t i;
-	int len;
 
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
+	if (n > 0)
 		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			for (i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
-				len = snprintf(buf, size, "%s/%s", self, beside[i]);
-				if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0)
-					return 0;
-			}
-		}
-	}
-	len = snprintf(buf, size, "%s", KH_TOOL_PATH);
-	return len > 0 && (size_t)len < size ? 0 : -1;
+	return kh_path_beside(n > 0 ? self : NULL, beside, sizeof(beside) / sizeof(beside[0]),
+			      KH_TOOL_PATH, buf, size);
 }
 
 /* Load kubehsm-tool.so and run the subcommand in this process. */

@@ -13,17 +13,14 @@
  * unload of this module.
  *
  * The plugin is looked for beside the module first (a build tree), then in
- * $(pkglibdir).  Whoever can place a file beside the module can as well
- * replace the module.
+ * $(pkglibdir) (kh_path_beside).
  */
 #include "config.h"
 
 #include <dlfcn.h>
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "kh_pam_polkit.h"
+#include "kh_path.h"
 
 #define KH_POLKIT_PLUGIN_NAME "kubehsm-polkit.so"
 
@@ -33,19 +30,12 @@ typedef int (*kh_check_login_fn)(enum kh_polkit_mode, pid_t, uid_t,
 static int
 plugin_path(char *buf, size_t size)
 {
+	static const char *const beside[] = { KH_POLKIT_PLUGIN_NAME };
 	Dl_info self;
-	const char *slash;
-	int n;
 
-	if (dladdr((const void *)kh_pam_polkit_check_login, &self) != 0 &&
-	    self.dli_fname != NULL && (slash = strrchr(self.dli_fname, '/')) != NULL) {
-		n = snprintf(buf, size, "%.*s/%s", (int)(slash - self.dli_fname),
-			     self.dli_fname, KH_POLKIT_PLUGIN_NAME);
-		if (n > 0 && (size_t)n < size && access(buf, F_OK) == 0)
-			return 0;
-	}
-	n = snprintf(buf, size, "%s", KH_POLKIT_PLUGIN);
-	return n > 0 && (size_t)n < size ? 0 : -1;
+	if (dladdr((const void *)kh_pam_polkit_check_login, &self) == 0)
+		self.dli_fname = NULL;
+	return kh_path_beside(self.dli_fname, beside, 1, KH_POLKIT_PLUGIN, buf, size);
 }
 
 static kh_check_login_fn
