@@ -29,7 +29,6 @@
 #define KH_RECORD_KIND      "kubehsm-session"
 #define KH_NAME_MAX         256     /* user names, kube names, groups */
 #define KH_URI_MAX          1024
-#define KH_ISSUER_ID_MAX    32
 #define KH_LOGINS_MAX       100000
 
 static const char *const record_fields[] = {

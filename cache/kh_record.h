@@ -28,6 +28,8 @@
 #define KH_RECORD_VERSION 1
 #define KH_RECORD_MAX     6144   /* bytes; larger records are refused */
 #define KH_RECORD_MAX_GROUPS 64
+#define KH_ISSUER_ID_MAX  32     /* issuer ids appear in key descriptions */
+#define KH_DESC_MAX       96     /* longest key description kubehsm uses */
 
 struct kh_record {
 	int version;

@@ -21,6 +21,7 @@ noinst_LTLIBRARIES += lib/libkubehsm.la
 lib_libkubehsm_la_SOURCES = \
 	lib/kh_error_ssl.c \
 	lib/kh_dl.c lib/kh_dl.h \
+	$(cache_root_sources) \
 	$(conf_sources)
 lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \
 	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)

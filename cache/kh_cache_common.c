@@ -1,0 +1,130 @@
+/*
+ * kh_cache_common — checks every reader of a record applies, whoever reads
+ * it (the user's own processes, or root's keyring helper for the admin
+ * views).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kh_cache_int.h"
+
+int
+kh_cache_keyring_fail(kh_error *err, int e, const char *what)
+{
+	switch (e) {
+	case ENOSYS:
+	case EOPNOTSUPP:
+	case EPERM:
+		return kh_fail(err, KH_ERR_UNSUPPORTED,
+			       "the kernel refused a keyring call (%s: %s); kubehsm keeps sessions "
+			       "only in the kernel keyring, which this container or sandbox blocks",
+			       what, strerror(e));
+	case EDQUOT:
+		return kh_fail(err, KH_ERR_QUOTA,
+			       "the user's kernel key quota is full (%s); the previous session "
+			       "was kept; see /proc/key-users and kernel.keys.maxbytes", what);
+	case EACCES:
+		return kh_fail(err, KH_ERR_PERM, "%s: permission denied by the kernel keyring", what);
+	default:
+		return kh_fail(err, KH_ERR_INTERNAL, "%s: %s", what, strerror(e));
+	}
+}
+
+int
+kh_cache_check_attributes(uid_t owner, key_perm_t perm, uid_t want, kh_error *err)
+{
+	if (owner != want)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "the session key is owned by uid %u, not %u; not using it",
+			       (unsigned)owner, (unsigned)want);
+	if ((perm & KH_PERM_MUTATE) != 0)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "the session key is writable (permissions %08x); not using it",
+			       (unsigned)perm);
+	if ((perm & KH_PERM_OTHERS) != 0)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "the session key is visible to other users (permissions %08x); "
+			       "not using it", (unsigned)perm);
+	if ((perm & KH_PERM_POSSESSOR) != 0)
+		return kh_fail(err, KH_ERR_REFUSED,
+			       "the session key can be read by whoever possesses it, also "
+			       "another uid (permissions %08x); not using it", (unsigned)perm);
+	return 0;
+}
+
+int
+kh_cache_decode(const char *payload, size_t len, uid_t owner, const char *issuer_id,
+		struct kh_record **out, kh_error *err)
+{
+	struct kh_record *rec = NULL;
+
+	*out = NULL;
+	if (kh_record_decode(payload, len, &rec, err) != 0)
+		return -1;
+	if (strcmp(rec->issuer_id, issuer_id) != 0) {
+		kh_record_free(rec);
+		return kh_fail(err, KH_ERR_REFUSED, "session record is for another issuer");
+	}
+	if (kh_record_check(rec, owner, kh_cache_now(), err) != 0) {
+		kh_record_free(rec);
+		return -1;
+	}
+	*out = rec;
+	return 0;
+}
+
+const char *
+kh_cache_desc_issuer(const char *desc, const char *kind)
+{
+	char prefix[32];
+	size_t n;
+	int len = snprintf(prefix, sizeof(prefix), "kubehsm:%s:v%d", kind, KH_RECORD_VERSION);
+
+	if (len < 0 || (size_t)len >= sizeof(prefix))
+		return NULL;
+	n = (size_t)len;
+	if (strncmp(desc, prefix, n) != 0)
+		return NULL;
+	if (desc[n] == '\0')
+		return desc + n;
+	return desc[n] == ':' ? desc + n + 1 : NULL;
+}
+
+int
+kh_cache_parse_description(const char *text, uid_t *owner, key_perm_t *perm,
+			   char *desc, size_t desclen)
+{
+	const char *p;
+	char *end;
+	unsigned long v;
+
+	if (strncmp(text, "user;", 5) != 0)
+		return -1;
+	p = text + 5;
+	errno = 0;
+	v = strtoul(p, &end, 10);
+	if (errno != 0 || end == p || *end != ';' || v > UINT32_MAX)
+		return -1;
+	*owner = (uid_t)v;
+	p = strchr(end + 1, ';');   /* skip the gid */
+	if (p == NULL)
+		return -1;
+	errno = 0;
+	v = strtoul(p + 1, &end, 16);
+	if (errno != 0 || end == p + 1 || *end != ';' || v > UINT32_MAX)
+		return -1;
+	*perm = (key_perm_t)v;
+	if (desc != NULL) {
+		size_t l = strlen(end + 1);
+
+		if (l >= desclen)
+			return -1;
+		memcpy(desc, end + 1, l + 1);
+	}
+	return 0;
+}

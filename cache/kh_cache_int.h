@@ -1,0 +1,64 @@
+/*
+ * kh_cache_int — what the cache's reader, writer and listing share.
+ * Internal to cache/: not part of the cache's interface.
+ */
+#ifndef KH_CACHE_INT_H
+#define KH_CACHE_INT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <keyutils.h>
+
+#include "kh_cache.h"
+#include "kh_error.h"
+#include "kh_record.h"
+
+/* Any of these would let their holder change the record. */
+#define KH_PERM_MUTATE (KEY_POS_WRITE | KEY_POS_SETATTR | KEY_USR_WRITE | KEY_USR_SETATTR)
+/* Any of these would let another uid see or read it. */
+#define KH_PERM_OTHERS (KEY_GRP_ALL | KEY_OTH_ALL)
+/* Possession reaches across uids (a process of another uid inside the
+ * login's session keyring possesses the user keyring): no possessor may
+ * see or read a record.  KEY_POS_LINK alone exposes nothing. */
+#define KH_PERM_POSSESSOR (KEY_POS_VIEW | KEY_POS_READ | KEY_POS_SEARCH)
+
+/* The ended marker outlives the record by at least this (seconds). */
+#define KH_ENDED_MIN_TIMEOUT 60
+
+static inline int64_t
+kh_cache_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* One clear error for a failed keyring call (errno e).  Returns -1. */
+int kh_cache_keyring_fail(kh_error *err, int e, const char *what);
+
+/* What the kernel says of a key (owner, permissions) must be what the
+ * writer set: owned by `want`, nobody can change it, no other uid and no
+ * possessor can see it. */
+int kh_cache_check_attributes(uid_t owner, key_perm_t perm, uid_t want,
+			      kh_error *err);
+
+/* Decode a record payload and check it for `owner` and `issuer_id` at the
+ * current time (kh_record_decode + kh_record_check). */
+int kh_cache_decode(const char *payload, size_t len, uid_t owner,
+		    const char *issuer_id, struct kh_record **out, kh_error *err);
+
+/* The issuer id encoded in a key description "kubehsm:<kind>:v1[:<id>]",
+ * or NULL when desc is not of that kind. */
+const char *kh_cache_desc_issuer(const char *desc, const char *kind);
+
+/* The calling user ends their own session (kubehsm logout): every own key
+ * of issuer_id they reach is invalidated.  0 ended, 1 none, -1 error. */
+int kh_cache_revoke_own(const char *issuer_id, kh_error *err);
+
+/* Parse keyctl_describe's "type;uid;gid;perm;description" for a "user"
+ * key; desc may be NULL.  0, or -1 when the text is not that.  Uses no
+ * allocation (the keyring helper's child calls it). */
+int kh_cache_parse_description(const char *text, uid_t *owner, key_perm_t *perm,
+			       char *desc, size_t desclen);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * kh_keyops — root's operations on a user's keys, run as that user.
+ *
+ * A stored record grants nothing to its possessor and nothing to root: only
+ * processes of the record's uid may see, read, link or invalidate it.  So
+ * every root-side operation on a user's keys (linking a new record into the
+ * user keyring, reading the current one, invalidating old ones) runs in a
+ * forked child that fully becomes the user — real, effective, saved and
+ * filesystem uid and gid, no supplementary groups — and reports back over a
+ * pipe.  The host login program (sshd, su, sudo, login) never changes its
+ * own credentials, whatever fails (the pattern of pam_ecryptfs).
+ *
+ * The child inherits the caller's keyrings, so KEY_SPEC_SESSION_KEYRING is
+ * the login's session keyring (set up by pam_keyinit) and
+ * KEY_SPEC_USER_KEYRING resolves to the user's own.
+ */
+#ifndef KH_KEYOPS_H
+#define KH_KEYOPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <keyutils.h>
+
+#include "kh_error.h"
+
+#define KH_KEYOPS_DESC_MAX 96
+
+enum kh_keyop_kind {
+	KH_KEYOP_DESCRIBE,    /* owner and permissions of `key` */
+	KH_KEYOP_READ,        /* describe and read `key` */
+	KH_KEYOP_LINK,        /* link `key` into `ring` */
+	KH_KEYOP_INVALIDATE,  /* invalidate `key` */
+	KH_KEYOP_SCAN,        /* the keys directly in `ring` whose description
+			       * starts with `desc`; read them if `read` */
+	KH_KEYOP_DROP,        /* invalidate the user's own keys directly in
+			       * `ring` described exactly `desc` */
+};
+
+struct kh_keyop {
+	enum kh_keyop_kind kind;
+	key_serial_t key;
+	key_serial_t ring;    /* KEY_SPEC_USER_KEYRING or KEY_SPEC_SESSION_KEYRING */
+	const char *desc;
+	bool read;
+};
+
+/* One answer: DESCRIBE, READ, LINK and INVALIDATE give exactly one each; SCAN and
+ * DROP one per key they found. */
+struct kh_keyop_result {
+	size_t op;            /* index of the operation that produced it */
+	int err;              /* 0 or the errno of the failed call */
+	key_serial_t key;
+	uid_t owner;          /* READ, SCAN */
+	key_perm_t perm;
+	char desc[KH_KEYOPS_DESC_MAX];
+	char *payload;        /* READ, SCAN with read; NUL-terminated; may be
+			       * SECRET: wiped by kh_keyop_results_free */
+	size_t len;
+};
+
+/*
+ * Run ops, in order, in a child that becomes uid (and that account's
+ * primary group, or nogroup for a uid with no account).  Root, or a user
+ * for their own uid (then the child changes no ids).
+ * Every answer, including per-operation failures, is in *res; the call
+ * itself fails (-1) only when the child could not be run to completion.
+ */
+int kh_keyops_run(uid_t uid, const struct kh_keyop *ops, size_t nops,
+		  struct kh_keyop_result **res, size_t *nres, kh_error *err);
+
+void kh_keyop_results_free(struct kh_keyop_result *res, size_t n);
+
+/* The first answer of operation `op`, or NULL. */
+const struct kh_keyop_result *kh_keyop_result_of(const struct kh_keyop_result *res,
+						 size_t n, size_t op);
+
+#endif
