@@ -2,11 +2,15 @@
  * kh_cache — the kernel-keyring credential cache.
  *
  * Writers run as root (the PAM module, the admin views); readers run as the
- * user.  A stored record is owned by the user's uid with permissions
- * possessor+user view/read/search (+possessor link): the user can read it
- * from any of their processes and invalidate it (logout), but can neither
- * update it, re-permission it nor stretch its timeout; other uids see
- * nothing.  The kernel timeout is the seconds left to expiry.
+ * user.  A stored record is owned by the user's uid with permissions user
+ * view/read/search/link and nothing for the possessor, group or other:
+ * every process of the user can read it, none can update it, re-permission
+ * it or stretch its timeout, and no other uid gets anything — also not a
+ * process of another uid that shares or possesses the user's keyrings
+ * (sudo -u, su), since possession grants nothing.  Root itself acts on the
+ * records only through a child that becomes the user (kh_keyops), and
+ * remembers what it issued in its own index (kh_index).  The kernel timeout
+ * is the seconds left to expiry.
  *
  * Nothing here ever falls back to files.
  */
@@ -21,9 +25,8 @@
 #include "kh_policy.h"
 #include "kh_record.h"
 
-/* Final permissions of a stored record: possessor view/read/search/link,
- * user view/read/search, nothing for group and other. */
-#define KH_CACHE_PERM 0x1b0b0000u
+/* Final permissions of a stored key: user view/read/search/link. */
+#define KH_CACHE_PERM 0x001b0000u
 
 /* Why a lookup found nothing usable (for the reader's error message). */
 enum kh_cache_miss {
@@ -37,23 +40,30 @@ enum kh_cache_miss {
 /*
  * Store (root only) rec for rec->uid.  Scope user: the uid's user keyring;
  * scope session: the calling process's session keyring (the login's, as set
- * up by pam_keyinit).  Replaces any earlier record for the same issuer
- * atomically; on failure (quota, kernel refusal) the earlier record stays.
- * When pin is non-NULL (session.cache_pin) it is stored as its own key.
+ * up by pam_keyinit).  Replaces the earlier record of the same issuer
+ * (scope user) atomically, and invalidates it wherever it was linked; on
+ * failure (quota, kernel refusal) the earlier record stays.  When pin is
+ * non-NULL (session.cache_pin) it is stored as its own key; without it an
+ * earlier PIN key goes.  *serial (may be NULL) gets the record's key serial.
  */
-int kh_cache_store(const struct kh_record *rec, const char *pin, kh_error *err);
+int kh_cache_store(const struct kh_record *rec, const char *pin, int32_t *serial,
+		   kh_error *err);
 
 /*
- * Login accounting (root only), serialised per uid with a lock in the
- * runtime directory so two concurrent logins never lose a count:
- * kh_cache_login stores rec with logins = previous valid record's + 1;
- * kh_cache_logout decrements, and when the last login ends (or
- * revoke_on_logout is set and it reaches zero) invalidates the record.
- * Returns 1 if the record was removed, 0 if kept, -1 on error.
+ * Login accounting (root only), serialised per uid:
+ * kh_cache_login stores rec with logins = the live earlier record's + 1
+ * (scope user; 1 otherwise).  kh_cache_logout undoes one login that was
+ * stored for (uid, user, issuer, scope) — with serial the record that login
+ * got: scope user counts down, and at the last login (with
+ * revoke_on_logout) invalidates the issuer's records and PIN wherever they
+ * are linked; scope session invalidates that login's own record.
+ * kh_cache_logout returns 1 if the session was ended, 0 if kept, -1 on error.
  */
-int kh_cache_login(struct kh_record *rec, const char *pin, kh_error *err);
-int kh_cache_logout(uid_t uid, const char *issuer_id, enum kh_scope scope,
-		    bool revoke_on_logout, kh_error *err);
+int kh_cache_login(struct kh_record *rec, const char *pin, int32_t *serial,
+		   kh_error *err);
+int kh_cache_logout(uid_t uid, const char *user, const char *issuer_id,
+		    enum kh_scope scope, int32_t serial, bool revoke_on_logout,
+		    kh_error *err);
 
 /*
  * Find the calling process's valid record for issuer_id ("" = default):
@@ -67,9 +77,11 @@ int kh_cache_find(const char *issuer_id, struct kh_record **out,
 int kh_cache_find_pin(const char *issuer_id, char **pin, kh_error *err);
 
 /*
- * Remove a record.  As the user: their own (logout).  As root: any uid's
- * user-scope record.  Leaves a small "ended" marker so readers can say
- * "revoked" rather than "none".  Returns 0 if removed, 1 if none, -1 error.
+ * End a session.  As the user: their own (logout), every key of theirs of
+ * that issuer they can reach.  As root: every key the host issued to uid
+ * for that issuer, in any scope, wherever it is linked.  Leaves a small
+ * "ended" marker so readers can say "revoked" rather than "none".
+ * Returns 0 if something was ended, 1 if there was nothing, -1 on error.
  */
 int kh_cache_revoke(uid_t uid, const char *issuer_id, kh_error *err);
 
@@ -77,15 +89,16 @@ int kh_cache_revoke(uid_t uid, const char *issuer_id, kh_error *err);
 struct kh_cache_entry {
 	uid_t uid;
 	int32_t serial;          /* kernel key serial */
-	char description[96];
+	char description[KH_DESC_MAX];
 	struct kh_record *rec;   /* decoded with key_pem wiped and NULL */
 	enum kh_cache_miss state;/* KH_MISS_NONE if valid */
 	char problem[KH_ERROR_MAX];
 };
 
 /*
- * List records.  uid == (uid_t)-1 (root only): every uid with keys; else
- * that uid's (a user may list only their own).  Caller frees with
+ * List records.  uid == (uid_t)-1 (root only): every uid the host issued
+ * keys to or that holds keys; else that uid's (a user may list only their
+ * own).  Root sees every record it issued, in any scope.  Caller frees with
  * kh_cache_entries_free.
  */
 int kh_cache_list(uid_t uid, struct kh_cache_entry **out, size_t *n,

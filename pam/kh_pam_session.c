@@ -7,6 +7,15 @@
  * open_session.  Per configured issuer: open the issuer key on PKCS#11
  * (root-only PIN file), generate an in-memory session key, certify it,
  * close the issuer key, store the record with login accounting.
+ *
+ * What authentication found comes from this handle (pam_set_data).  It
+ * must be for the user this session
+ * is opened for: sudo authenticates the invoking user and then changes
+ * PAM_USER to the target, and no record is minted for either then.
+ *
+ * open_session records exactly what it stored (uid, user, scope, issuers,
+ * record serials) and close_session undoes that, never what PAM_USER says
+ * at close time.
  */
 #include "config.h"
 
@@ -50,6 +59,10 @@ polkit_allows(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	kh_error err = { 0 };
 	int rc;
 
+	if (policy->polkit.mode == KH_POLKIT_OFF) {
+		kh_pam_debug(pamh, opts, "user '%s': polkit.mode = off: polkit not asked", l->user);
+		return 1;
+	}
 	if (pam_get_item(pamh, PAM_SERVICE, &service) != PAM_SUCCESS || service == NULL)
 		service = "";
 	pl = (struct kh_polkit_login){
@@ -158,7 +171,7 @@ out:
 static int
 seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	    const struct kh_policy *policy, const struct kh_issuer *is,
-	    const struct kh_pam_login *l)
+	    const struct kh_pam_login *l, int32_t *serial)
 {
 	struct kh_record *rec = calloc(1, sizeof(*rec));
 	kh_error err = { 0 };
@@ -187,7 +200,7 @@ seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		}
 	if (mint_record(policy, is, l, rec, &err) != 0)
 		goto out;
-	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, &err) != 0)
+	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, serial, &err) != 0)
 		goto out;
 	kh_pam_debug(pamh, opts, "user '%s': issuer %s: session cached until %lld (logins %u)",
 		     l->user, issuer_name(is), (long long)rec->expires, rec->logins);
@@ -203,31 +216,97 @@ out:
 	return rc;
 }
 
+/* What one open_session stored, for its close_session. */
+struct opened {
+	uid_t uid;
+	char *user;
+	enum kh_scope scope;
+	bool revoke_on_logout;
+	size_t n;
+	struct {
+		char *issuer_id;
+		int32_t serial;
+	} issued[];
+};
+
 static void
-session_flag_cleanup(pam_handle_t *pamh, void *data, int error_status)
+opened_free(struct opened *o)
+{
+	size_t i;
+
+	if (o == NULL)
+		return;
+	for (i = 0; i < o->n; i++)
+		free(o->issued[i].issuer_id);
+	free(o->user);
+	free(o);
+}
+
+static void
+opened_cleanup(pam_handle_t *pamh, void *data, int error_status)
 {
 	(void)pamh;
 	(void)error_status;
-	free(data);
+	opened_free(data);
 }
 
-int
-kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
+static struct opened *
+opened_new(const struct kh_pam_login *l, const struct kh_policy *policy)
 {
-	const struct kh_pam_login *l = kh_pam_login_get(pamh);
-	struct kh_policy *policy;
-	size_t seeded = 0;
-	int rc, *flag;
+	struct opened *o = calloc(1, sizeof(*o) + policy->nissuers * sizeof(o->issued[0]));
 
-	if (l == NULL) {
-		kh_pam_debug(pamh, opts, "open_session: no kubehsm authentication in "
-			     "this handle; nothing to cache");
-		return PAM_IGNORE;
+	if (o == NULL)
+		return NULL;
+	o->uid = l->uid;
+	o->scope = policy->session.scope;
+	o->revoke_on_logout = policy->session.revoke_on_logout;
+	if ((o->user = strdup(l->user)) == NULL) {
+		free(o);
+		return NULL;
 	}
+	return o;
+}
+
+static int
+opened_add(struct opened *o, const char *issuer_id, int32_t serial)
+{
+	if ((o->issued[o->n].issuer_id = strdup(issuer_id)) == NULL)
+		return -1;
+	o->issued[o->n++].serial = serial;
+	return 0;
+}
+
+/* The user PAM_USER names now must be the one that authenticated. */
+static int
+same_user(pam_handle_t *pamh, const struct kh_pam_login *l)
+{
+	const char *user;
+	uid_t uid;
+	gid_t gid;
+
+	if (kh_pam_get_user(pamh, &user, &uid, &gid) != PAM_SUCCESS)
+		return 0;
+	if (strcmp(user, l->user) == 0 && uid == l->uid)
+		return 1;
+	pam_syslog(pamh, LOG_NOTICE, "user '%s' authenticated, but the session is for "
+		   "'%s' (PAM_USER changed, as sudo does); no kube credentials cached",
+		   l->user, user);
+	return 0;
+}
+
+static int
+open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+	 const struct kh_pam_login *l)
+{
+	struct kh_policy *policy;
+	struct opened *o = NULL;
+	int rc;
+
+	if (!same_user(pamh, l))
+		return PAM_IGNORE;
 	policy = kh_pam_load_policy(pamh, opts);
 	if (policy == NULL)
 		return PAM_SESSION_ERR;
-
 	rc = polkit_allows(pamh, opts, policy, l);
 	if (rc == 0) {
 		pam_info(pamh, "kubehsm: caching kube credentials is not allowed for "
@@ -235,62 +314,76 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		kh_policy_free(policy);
 		return PAM_IGNORE;
 	}
-	if (rc < 0) {
+	if (rc < 0 || (o = opened_new(l, policy)) == NULL) {
 		kh_policy_free(policy);
-		return PAM_SESSION_ERR;
+		return rc < 0 ? PAM_SESSION_ERR : PAM_BUF_ERR;
 	}
-	for (size_t i = 0; i < policy->nissuers; i++)
-		if (seed_issuer(pamh, opts, policy, &policy->issuers[i], l) == 0)
-			seeded++;
-	rc = seeded == policy->nissuers ? PAM_SUCCESS : PAM_SESSION_ERR;
-	if (seeded > 0) {
-		/* close_session undoes only what this handle did. */
-		flag = malloc(sizeof(*flag));
-		if (flag == NULL ||
-		    pam_set_data(pamh, KH_PAM_DATA_SESSION, flag, session_flag_cleanup)
-			    != PAM_SUCCESS) {
-			free(flag);
+	rc = PAM_SUCCESS;
+	for (size_t i = 0; i < policy->nissuers; i++) {
+		const struct kh_issuer *is = &policy->issuers[i];
+		int32_t serial = 0;
+
+		if (seed_issuer(pamh, opts, policy, is, l, &serial) != 0)
 			rc = PAM_SESSION_ERR;
-		}
+		else if (opened_add(o, is->id, serial) != 0)
+			rc = PAM_BUF_ERR;
 	}
 	kh_policy_free(policy);
+	if (o->n == 0) {
+		opened_free(o);
+		return rc;
+	}
+	/* close_session undoes exactly this. */
+	if (pam_set_data(pamh, KH_PAM_DATA_SESSION, o, opened_cleanup) != PAM_SUCCESS) {
+		opened_free(o);
+		return PAM_BUF_ERR;
+	}
 	return rc;
+}
+
+int
+kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
+{
+	const struct kh_pam_login *l = kh_pam_login_get(pamh);
+	const void *user = NULL;
+
+	if (l == NULL) {
+		if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || user == NULL)
+			user = "?";
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': no kubehsm authentication in this "
+			   "login; no kube credentials cached", (const char *)user);
+		return PAM_IGNORE;
+	}
+	return open_for(pamh, opts, l);
 }
 
 int
 kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 {
-	const void *flag = NULL;
-	struct kh_policy *policy;
-	const char *user;
-	uid_t uid;
-	gid_t gid;
+	const void *data = NULL;
+	const struct opened *o;
 	int rc = PAM_SUCCESS;
 
-	if (pam_get_data(pamh, KH_PAM_DATA_SESSION, &flag) != PAM_SUCCESS || flag == NULL) {
+	if (pam_get_data(pamh, KH_PAM_DATA_SESSION, &data) != PAM_SUCCESS || data == NULL) {
 		kh_pam_debug(pamh, opts, "close_session: this handle cached nothing");
 		return PAM_IGNORE;
 	}
-	if (kh_pam_get_user(pamh, &user, &uid, &gid) != PAM_SUCCESS)
-		return PAM_SESSION_ERR;
-	policy = kh_pam_load_policy(pamh, opts);
-	if (policy == NULL)
-		return PAM_SESSION_ERR;
-	for (size_t i = 0; i < policy->nissuers; i++) {
-		const struct kh_issuer *is = &policy->issuers[i];
+	o = data;
+	for (size_t i = 0; i < o->n; i++) {
 		kh_error err = { 0 };
-		int r = kh_cache_logout(uid, is->id, policy->session.scope,
-					policy->session.revoke_on_logout, &err);
+		int r = kh_cache_logout(o->uid, o->user, o->issued[i].issuer_id, o->scope,
+					o->issued[i].serial, o->revoke_on_logout, &err);
 
 		if (r < 0) {
-			kh_pam_log_fail(pamh, user, "logout", &err);
+			kh_pam_log_fail(pamh, o->user, "logout", &err);
 			rc = PAM_SESSION_ERR;
 		} else {
-			kh_pam_debug(pamh, opts, "user '%s': issuer %s: %s", user,
-				     issuer_name(is), r == 1 ? "session revoked" : "session kept");
+			kh_pam_debug(pamh, opts, "user '%s': issuer %s: %s", o->user,
+				     o->issued[i].issuer_id[0] ? o->issued[i].issuer_id : "(default)",
+				     r == 1 ? "session ended" : "session kept");
 		}
 	}
-	pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);
-	kh_policy_free(policy);
+	/* Done once: a second close_session of this handle does nothing. */
+	(void)pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);
 	return rc;
 }

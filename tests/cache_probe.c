@@ -1,9 +1,12 @@
 /*
  * cache_probe — drive the keyring cache from integration tests.
  *
- *   cache_probe login  UID USER SCOPE TTL [options]   root: kh_cache_login
- *   cache_probe store  UID USER SCOPE TTL [options]   root: kh_cache_store
- *   cache_probe logout UID SCOPE [--keep] [--issuer ID]  root: kh_cache_logout
+ *   cache_probe login  UID USER SCOPE TTL [options]   root: kh_cache_login,
+ *                                                     prints the record's serial
+ *   cache_probe store  UID USER SCOPE TTL [options]   root: kh_cache_store (same)
+ *   cache_probe logout UID SCOPE [--keep] [--issuer ID] [--user NAME] [--serial N]
+ *                                                     root: kh_cache_logout (USER
+ *                                                     defaults to UID's account)
  *   cache_probe find   [--issuer ID] [--pause|--hold] the caller's record;
  *                                                     pause after (or hold
  *                                                     before) freeing it
@@ -15,6 +18,8 @@
  *   cache_probe size   [options]                      encoded record size
  * options: --issuer ID --pin PIN --chain F --key F --token-cert F
  *          --groups a,b --expires-in SECONDS (record expiry, default TTL)
+ *          --ids: after login/store/logout, print "ids R E S / G E S" (the
+ *          probe's own real/effective/saved ids, which must be unchanged)
  *
  * find prints "ok uid=U user=N logins=L expires=E issuer=I" or
  * "miss <reason>: message" (exit 1).  Other errors exit 2.
@@ -28,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pwd.h>
+
 #include <keyutils.h>
 
 #include "kh_cache.h"
@@ -38,9 +45,9 @@
 #define DUMMY_KEY "-----BEGIN PRIVATE KEY-----\nKHTESTSECRETKEYMARKER\n-----END PRIVATE KEY-----\n"
 
 struct opts {
-	const char *issuer, *pin, *chain, *key, *token_cert, *groups;
-	long expires_in;
-	int pause, hold, keep;
+	const char *issuer, *pin, *chain, *key, *token_cert, *groups, *user;
+	long expires_in, serial;
+	int pause, hold, keep, ids;
 };
 
 static char *
@@ -74,6 +81,7 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		if (strcmp(argv[i], "--pause") == 0) { o->pause = 1; continue; }
 		if (strcmp(argv[i], "--hold") == 0) { o->hold = 1; continue; }
 		if (strcmp(argv[i], "--keep") == 0) { o->keep = 1; continue; }
+		if (strcmp(argv[i], "--ids") == 0) { o->ids = 1; continue; }
 		if (i + 1 >= argc)
 			return -1;
 		if (strcmp(argv[i], "--issuer") == 0) o->issuer = argv[++i];
@@ -83,6 +91,8 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		else if (strcmp(argv[i], "--token-cert") == 0) o->token_cert = argv[++i];
 		else if (strcmp(argv[i], "--groups") == 0) o->groups = argv[++i];
 		else if (strcmp(argv[i], "--expires-in") == 0) o->expires_in = atol(argv[++i]);
+		else if (strcmp(argv[i], "--user") == 0) o->user = argv[++i];
+		else if (strcmp(argv[i], "--serial") == 0) o->serial = atol(argv[++i]);
 		else return -1;
 	}
 	return 0;
@@ -119,6 +129,18 @@ build_record(char **argv, const struct opts *o)
 		free(g);
 	}
 	return r;
+}
+
+static void
+print_ids(const struct opts *o)
+{
+	uid_t r, e, s;
+	gid_t rg, eg, sg;
+
+	if (!o->ids || getresuid(&r, &e, &s) != 0 || getresgid(&rg, &eg, &sg) != 0)
+		return;
+	printf("ids %u %u %u / %u %u %u\n", (unsigned)r, (unsigned)e, (unsigned)s,
+	       (unsigned)rg, (unsigned)eg, (unsigned)sg);
 }
 
 static int
@@ -250,18 +272,28 @@ main(int argc, char **argv)
 		}
 		if (argc < 6 || parse_opts(argc, argv, 6, &o) != 0)
 			return 2;
+		int32_t serial = 0;
+
 		rec = build_record(argv, &o);
-		rc = strcmp(argv[1], "login") == 0 ? kh_cache_login(rec, o.pin, &err)
-						   : kh_cache_store(rec, o.pin, &err);
+		rc = strcmp(argv[1], "login") == 0 ? kh_cache_login(rec, o.pin, &serial, &err)
+						   : kh_cache_store(rec, o.pin, &serial, &err);
 		kh_record_free(rec);
-		return rc == 0 ? 0 : fail(&err);
+		print_ids(&o);
+		if (rc != 0)
+			return fail(&err);
+		printf("%d\n", (int)serial);
+		return 0;
 	}
 	if (strcmp(argv[1], "logout") == 0) {
 		if (argc < 4 || parse_opts(argc, argv, 4, &o) != 0)
 			return 2;
-		rc = kh_cache_logout((uid_t)strtoul(argv[2], NULL, 10), o.issuer,
+		uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
+		const struct passwd *pw = o.user ? NULL : getpwuid(uid);
+
+		rc = kh_cache_logout(uid, o.user ? o.user : pw ? pw->pw_name : "?", o.issuer,
 				     strcmp(argv[3], "session") == 0 ? KH_SCOPE_SESSION : KH_SCOPE_USER,
-				     !o.keep, &err);
+				     (int32_t)o.serial, !o.keep, &err);
+		print_ids(&o);
 		if (rc < 0)
 			return fail(&err);
 		printf(rc == 1 ? "removed\n" : "kept\n");

@@ -286,7 +286,7 @@ forge_case() {
 	forge_payload "$@" || return
 	bad "record: $1" "$bob" env KUBERNETES_EXEC_INFO="$GOOD" "$KUBEHSM" exec
 }
-RO=0b0b0000
+RO=000b0000   # user view/read/search, as the writer hands it over
 forge_payload "control forge" $RO 'pass'
 run as_user "$bob" env KUBERNETES_EXEC_INFO="$GOOD" "$KUBEHSM" exec
 like "$out" '"kind":"ExecCredential"' "control: a forged key with bob's own valid payload is served (the forge path works)" || diag "$err"

@@ -44,8 +44,8 @@ like "$out" "^ok uid=$A " "alice reads it from a login shell (su -l, pam_keyinit
 # --- the kernel says what it must -----------------------------------------
 KEY=$(as_user "$alice" keyctl search @u user kubehsm:session:v1)
 desc=$(as_user "$alice" keyctl rdescribe "$KEY")
-is "$desc" "user;$A;$(id -g root);1b0b0000;kubehsm:session:v1" \
-	"the key is owned by alice, read-only for her, invisible to others"
+is "$desc" "user;$A;$(id -g root);001b0000;kubehsm:session:v1" \
+	"the key is owned by alice, read-only for her, nothing for possessors or others"
 # /proc/keys lists only what the reader may view: read it as alice.
 exp=$(as_user "$alice" awk -v k="$(printf '%08x' "$KEY")" '$1 == k {print $4}' /proc/keys)
 like "$exp" '^(9|10)m$' "the kernel timeout is the time left to expiry (600 s -> $exp)"
@@ -133,24 +133,28 @@ sed "1s/\"uid\":$A/\"uid\":$B/" "$KH_TMP/good.json" >"$KH_TMP/other-uid.json"
 sed '1s/"v":1/"v":2/' "$KH_TMP/good.json" >"$KH_TMP/v2.json"
 head -c 300 "$KH_TMP/good.json" >"$KH_TMP/truncated.json"
 forge() { "$PROBE" forge "$@" >/dev/null; }
-forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/other-uid.json"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/other-uid.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*uid $B" "a record naming another uid is refused"
-forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/v2.json"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v2.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*version 2" "a record of an unknown version is refused"
-forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/truncated.json"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/truncated.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*malformed" "a truncated record is refused"
-forge "$A" "$A" kubehsm:session:v1 0b0f0000 600 "$KH_TMP/good.json"
+forge "$A" "$A" kubehsm:session:v1 000f0000 600 "$KH_TMP/good.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*writable" "a record alice could write is refused"
-forge "$A" "$A" kubehsm:session:v1 0b0b0b0b 600 "$KH_TMP/good.json"
+forge "$A" "$A" kubehsm:session:v1 000b0b0b 600 "$KH_TMP/good.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*other users" "a record visible to others is refused"
-forge 0 "$A" kubehsm:session:v1 0b000000 600 "$KH_TMP/good.json"
+# The old contract's permissions: a possessor of another uid could read it.
+forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/good.json"
 run as_user "$alice" "$PROBE" find
-like "$out" "^miss refused.*(owned by uid 0|permission denied)" "a record owned by someone else is refused"
+like "$out" "^miss refused.*possesses" "a record a possessor could read is refused"
+forge 0 "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/good.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss (absent|revoked)" "a record owned by someone else is passed over, not used"
 # alice planting her own record in her session keyring is refused too.
 run as_user "$alice" sh -c "keyctl padd user kubehsm:session:v1 @s <'$KH_TMP/good.json' >/dev/null && '$PROBE' find"
 like "$out" "^miss refused.*writable" "a record alice made herself is refused"
@@ -204,7 +208,7 @@ unlike "$out" "KHPIN-4711" "the PIN is not in the session record"
 run as_user "$bob" "$PROBE" pin
 isnt "$rc" 0 "bob gets no PIN"
 PK=$(as_user "$alice" keyctl search @u user kubehsm:pin:v1)
-is "$(as_user "$alice" keyctl rdescribe "$PK" | cut -d';' -f2,4)" "$A;1b0b0000" "the PIN key is alice's and read-only"
+is "$(as_user "$alice" keyctl rdescribe "$PK" | cut -d';' -f2,4)" "$A;001b0000" "the PIN key is alice's and read-only"
 "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
 run as_user "$alice" "$PROBE" pin
 isnt "$rc" 0 "a login without cache_pin removes the earlier PIN key"
@@ -220,6 +224,63 @@ like "$out" "^ok uid=$A user=$alice logins=50 " "they leave one valid record tha
 n=$(as_user "$alice" keyctl rlist @u | tr ' ' '\n' | while read -r k; do
 	as_user "$alice" keyctl rdescribe "$k" 2>/dev/null; echo; done | grep -c ';kubehsm:session:v1$')
 is "$n" 1 "exactly one record key remains"
+
+# --- another uid in the login's session keyring (sudo -u, su) ---------------
+# Root's `keyctl session -` stands in for a login's session keyring with
+# alice's user keyring linked in (pam_keyinit); bob's process shares it, as
+# `sudo -u bob` inside alice's login does, and so possesses her keyrings.
+"$PROBE" revoke "$A" >/dev/null
+GA=$(id -g "$alice"); GB=$(id -g "$bob")
+run keyctl session - bash -c "
+	'$PROBE' login $A $alice user 600 ${MAT[*]} >/dev/null || exit 9
+	K=\$(setpriv --reuid=$A --regid=$GA --init-groups sh -c 'keyctl link @u @s && keyctl search @u user kubehsm:session:v1')
+	setpriv --reuid=$B --regid=$GB --init-groups sh -c \"
+		keyctl print \$K >/dev/null 2>&1 && echo bob-read
+		keyctl search @s user kubehsm:session:v1 >/dev/null 2>&1 && echo bob-search
+		keyctl invalidate \$K >/dev/null 2>&1 && echo bob-invalidate
+		printf forged | keyctl padd user kubehsm:session:v1 @s >/dev/null && echo bob-planted\"
+	setpriv --reuid=$A --regid=$GA --init-groups '$PROBE' find"
+unlike "$out" "bob-read|bob-search|bob-invalidate" \
+	"bob, possessing alice's keyrings, can neither read, search nor invalidate her record"
+like "$out" "bob-planted" "bob can plant a key of the record's name in the shared session keyring"
+like "$out" "^ok uid=$A user=$alice " "which neither is used nor hides alice's own record"
+
+# A tmux server outlives its login: pam_keyinit revoke leaves it a revoked
+# session keyring, and the user keyring still holds the scope-user record.
+run keyctl session - bash -c "setpriv --reuid=$A --regid=$GA --init-groups sh -c \
+	'keyctl link @u @s >/dev/null && keyctl revoke @s && \"$PROBE\" find'"
+like "$out" "^ok uid=$A " "a process whose session keyring was revoked still finds the record"
+
+# --- revocation reaches a record wherever the user linked it ----------------
+K=$(as_user "$alice" sh -c 'keyctl link @u @s >/dev/null && R=$(keyctl newring kh-keep @u) &&
+	K=$(keyctl search @u user kubehsm:session:v1) && keyctl link $K $R >/dev/null &&
+	keyctl unlink $K @u >/dev/null && echo $K')
+run as_user "$alice" keyctl print "$K"
+is "$rc" 0 "alice moved her record out of the user keyring into a keyring of her own"
+run "$PROBE" revoke "$A"
+is "$out" "revoked" "root revokes alice's session"
+run as_user "$alice" keyctl print "$K"
+isnt "$rc" 0 "the record is gone although it was no longer in the user keyring (root's index)"
+as_user "$alice" sh -c 'keyctl unlink $(keyctl search @u keyring kh-keep) @u' >/dev/null 2>&1
+
+# --- scope session: root lists and revokes it from outside the login --------
+run keyctl session - bash -c "
+	S=\$('$PROBE' store $A $alice session 600 ${MAT[*]}) || exit 9
+	'$PROBE' list all | grep '^$A ' ; echo serial=\$S
+	'$PROBE' revoke $A >/dev/null
+	setpriv --reuid=$A --regid=$GA --init-groups '$PROBE' find"
+like "$out" "^$A kubehsm:session:v1 none$" "root lists a scope-session record living in a login's keyring"
+like "$out" "^miss (revoked|absent)" "and root's revoke, run outside that login, ends it"
+
+# --- the writer never changes its host's ids ---------------------------------
+# su runs with the caller's real uid and effective uid 0.  Storing and
+# ending a session in such a process must leave every id as it was.
+run setpriv --ruid="$B" --euid=0 "$PROBE" login "$A" "$alice" user 600 --ids "${MAT[@]}"
+like "$out" "^ids $B 0 0 / 0 0 0$" "login in an su-like process (real uid bob, effective root): ids unchanged"
+run setpriv --ruid="$B" --euid=0 "$PROBE" logout "$A" user --ids
+like "$out" "^ids $B 0 0 / 0 0 0$" "logout in an su-like process: ids unchanged"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss revoked" "and the session it stored and ended really went"
 
 # --- quota -------------------------------------------------------------------
 before=$(as_user "$alice" "$PROBE" find)

@@ -186,7 +186,7 @@ sys.path.insert(0, sys.argv[2]); import record
 r = record.load(open(sys.argv[1]).read()); now = int(time.time())
 r["created"] = now - 60; r["expires"] = now + 3
 print(record.dump(r), end="")' "$KH_TMP/payload" "$KH_SRCDIR/tests/lib" >"$KH_TMP/soon.json"
-"$PROBE" forge "$A" "$A" kubehsm:session:v1 0b0b0000 600 "$KH_TMP/soon.json" >/dev/null
+"$PROBE" forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/soon.json" >/dev/null
 INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}'
 run as_user "$ALICE" env KUBERNETES_EXEC_INFO="$INFO" "$KUBEHSM" exec
 like "$out" '"kind":"ExecCredential"' "before its expiry the session is served"
