@@ -19,6 +19,7 @@
 
 #include "kh_mem.h"
 #include "kh_pam_auth.h"
+#include "kh_pam_handoff.h"
 #include "kh_pkcs11.h"
 #include "kh_x509.h"
 
@@ -268,6 +269,9 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 			goto out;
 		if ((rc = kh_pam_login_save(pamh, login)) != PAM_SUCCESS)
 			goto out;
+		/* For a session step in another process (sshd); a failure is
+		 * logged, and the in-process path above still works. */
+		(void)kh_pam_handoff_put(pamh, login);
 	}
 	pam_syslog(pamh, LOG_INFO, "user '%s': authenticated with token '%s' (serial %s)",
 		   c.user, c.token_label, c.info.serial ? c.info.serial : "");

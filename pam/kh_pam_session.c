@@ -8,8 +8,9 @@
  * (root-only PIN file), generate an in-memory session key, certify it,
  * close the issuer key, store the record with login accounting.
  *
- * What authentication found comes from this handle (pam_set_data).  It
- * must be for the user this session
+ * What authentication found comes from this handle (pam_set_data) or, when
+ * auth ran in another process (sshd keyboard-interactive), from the
+ * hand-off stash (kh_pam_handoff).  It must be for the user this session
  * is opened for: sudo authenticates the invoking user and then changes
  * PAM_USER to the target, and no record is minted for either then.
  *
@@ -32,6 +33,7 @@
 #include "kh_cache.h"
 #include "kh_mem.h"
 #include "kh_pam_auth.h"
+#include "kh_pam_handoff.h"
 #include "kh_pkcs11.h"
 #include "kh_pam_polkit.h"
 #include "kh_x509.h"
@@ -345,8 +347,13 @@ int
 kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 {
 	const struct kh_pam_login *l = kh_pam_login_get(pamh);
+	struct kh_pam_login *stashed = NULL;
 	const void *user = NULL;
+	int rc;
 
+	/* Always consumed, so the handle never reaches the user's shell. */
+	if (kh_pam_handoff_take(pamh, &stashed) > 0 && l == NULL)
+		l = stashed;
 	if (l == NULL) {
 		if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || user == NULL)
 			user = "?";
@@ -354,7 +361,9 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 			   "login; no kube credentials cached", (const char *)user);
 		return PAM_IGNORE;
 	}
-	return open_for(pamh, opts, l);
+	rc = open_for(pamh, opts, l);
+	kh_pam_login_free(stashed);
+	return rc;
 }
 
 int
