@@ -7,6 +7,10 @@
  * read the caller's record from the kernel keyring, print the ExecCredential
  * with one write loop, wipe.  It never reads stdin or prompts: with no valid
  * session it says why and what to do on one stderr line and exits 1.
+ *
+ * Not every client sets KUBERNETES_EXEC_INFO (@kubernetes/client-node and
+ * ruby-kubeclient run the plugin without it), so the entry `kubehsm
+ * kubeconfig` prints also passes its apiVersion as --api-version.
  */
 #include "config.h"
 
@@ -34,8 +38,11 @@ kh_exec_usage(FILE *out)
 		"                       kubeconfig cluster extension\n"
 		"                       client.authentication.k8s.io/exec {issuer: ID}\n"
 		"                       (provideClusterInfo: true) takes precedence\n"
-		"  --api-version V      answer with V (client.authentication.k8s.io/v1 or\n"
-		"                       /v1beta1) when KUBERNETES_EXEC_INFO is unset\n"
+		"  --api-version V      the kubeconfig entry's apiVersion\n"
+		"                       (client.authentication.k8s.io/v1 or /v1beta1):\n"
+		"                       the answer's apiVersion for clients that do not\n"
+		"                       set KUBERNETES_EXEC_INFO (@kubernetes/client-node,\n"
+		"                       ruby-kubeclient); when it is set, the two must agree\n"
 		"  -h, --help           show this help\n\n"
 		"Exit status: 0 credential printed, 1 no valid session or bad input (one\n"
 		"line on stderr, nothing on stdout), 2 usage error.  See kubehsm(1).\n");
@@ -45,7 +52,7 @@ int
 kh_cmd_exec(int argc, char **argv)
 {
 	const char *issuer_opt = NULL, *issuer;
-	enum kh_exec_api default_api = KH_EXEC_API_NONE;
+	enum kh_exec_api arg_api = KH_EXEC_API_NONE;
 	struct kh_exec_info info;
 	struct kh_record *rec = NULL;
 	enum kh_cache_miss miss = KH_MISS_NONE;
@@ -68,8 +75,8 @@ kh_cmd_exec(int argc, char **argv)
 			   strncmp(a, "--api-version=", 14) == 0) {
 			const char *v = a[13] == '=' ? a + 14 : argv[++i];
 
-			default_api = kh_exec_api_from_string(v);
-			if (default_api == KH_EXEC_API_NONE) {
+			arg_api = kh_exec_api_from_string(v);
+			if (arg_api == KH_EXEC_API_NONE) {
 				kh_cli_error("exec: unsupported --api-version '%s'; use "
 					     "client.authentication.k8s.io/v1 or /v1beta1", v);
 				return KH_EXIT_USAGE;
@@ -80,7 +87,7 @@ kh_cmd_exec(int argc, char **argv)
 		}
 	}
 
-	if (kh_exec_info_from_env(getenv("KUBERNETES_EXEC_INFO"), default_api,
+	if (kh_exec_info_from_env(getenv("KUBERNETES_EXEC_INFO"), arg_api,
 				  &info, &err) != 0) {
 		kh_cli_error("%s%s", strncmp(err.msg, "KUBERNETES_EXEC_INFO", 20) == 0 ? "" : "KUBERNETES_EXEC_INFO: ", err.msg);
 		return KH_EXIT_FAIL;

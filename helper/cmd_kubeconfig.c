@@ -4,6 +4,12 @@
  * Print a kubeconfig `users:` entry that runs `kubehsm exec` with
  * interactiveMode: Never, or (--merge) the kubectl commands that add it to
  * a kubeconfig.  Nothing is written: kubeconfig is the user's file.
+ *
+ * The entry names its apiVersion twice, as `apiVersion` and as
+ * `--api-version` in args: client-go and the Python client send the former
+ * in KUBERNETES_EXEC_INFO, while @kubernetes/client-node and ruby-kubeclient
+ * run the plugin without that variable, and kubehsm exec answers them in the
+ * latter.
  */
 #include "config.h"
 
@@ -24,7 +30,8 @@ kh_kubeconfig_usage(FILE *out)
 		"                          [--command PATH] [--merge FILE]\n\n"
 		"Print a kubeconfig users: entry that gets credentials from 'kubehsm exec'\n"
 		"(interactiveMode: Never, provideClusterInfo: true).  Point a context's\n"
-		"user at NAME.\n\n"
+		"user at NAME.  The entry passes its apiVersion to kubehsm exec as\n"
+		"--api-version too, for clients that do not set KUBERNETES_EXEC_INFO.\n\n"
 		"  --name NAME      the user entry's name (default: kubehsm)\n"
 		"  --issuer ID      pass --issuer ID to kubehsm exec (several issuers)\n"
 		"  --api-version V  client.authentication.k8s.io/v1 (default) or v1beta1\n"
@@ -98,12 +105,14 @@ kh_cmd_kubeconfig(int argc, char **argv)
 		printf("# Add the kubehsm user entry to %s (kubectl 1.30 or later):\n"
 		       "kubectl --kubeconfig '%s' config set-credentials %s \\\n"
 		       "  --exec-api-version=%s --exec-command=%s \\\n"
-		       "  --exec-arg=exec%s%s --exec-interactive-mode=Never\n"
+		       "  --exec-arg=exec --exec-arg=--api-version --exec-arg=%s%s%s \\\n"
+		       "  --exec-interactive-mode=Never\n"
 		       "# kubectl 1.27-1.29 lack --exec-interactive-mode: drop it (kubehsm\n"
 		       "# never prompts either way) or paste the YAML from 'kubehsm kubeconfig'.\n"
 		       "# Then use it in a context:\n"
 		       "kubectl --kubeconfig '%s' config set-context --current --user=%s\n",
-		       merge, merge, name, api, command, issuer ? " --exec-arg=--issuer --exec-arg=" : "",
+		       merge, merge, name, api, command, api,
+		       issuer ? " --exec-arg=--issuer --exec-arg=" : "",
 		       issuer ? issuer : "", merge, name);
 		return KH_EXIT_OK;
 	}
@@ -114,7 +123,9 @@ kh_cmd_kubeconfig(int argc, char **argv)
 	       "      apiVersion: %s\n"
 	       "      command: %s\n"
 	       "      args:\n"
-	       "      - exec\n", name, api, command);
+	       "      - exec\n"
+	       "      - --api-version\n"
+	       "      - %s\n", name, api, command, api);
 	if (issuer != NULL)
 		printf("      - --issuer\n      - %s\n", issuer);
 	printf("      interactiveMode: Never\n"

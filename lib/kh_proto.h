@@ -73,13 +73,16 @@ int kh_exec_info_parse(const char *json, size_t len, struct kh_exec_info *info,
                        kh_error *err);
 
 /*
- * Decode the value of KUBERNETES_EXEC_INFO as found in the environment.
- * `value` NULL or "" means the variable is unset: every client-go since 1.20
- * and the Python client always set it, so that is an error unless the caller
- * passes `default_api` (e.g. from a --api-version option), in which case
- * *info gets that apiVersion, interactive = false and no cluster.
+ * Decode the value of KUBERNETES_EXEC_INFO as found in the environment,
+ * given the apiVersion named on the command line (--api-version; NONE when
+ * not given).  `value` NULL or "" means the variable is unset: client-go and
+ * the Python client always set it, @kubernetes/client-node and
+ * ruby-kubeclient never do.  Unset, `arg_api` answers for it: *info gets that
+ * apiVersion, interactive = false and no cluster; with neither it is an
+ * error.  Set, its apiVersion must equal `arg_api` when that is given (one
+ * KH_ERR_INPUT line naming both otherwise).
  */
-int kh_exec_info_from_env(const char *value, enum kh_exec_api default_api,
+int kh_exec_info_from_env(const char *value, enum kh_exec_api arg_api,
                           struct kh_exec_info *info, kh_error *err);
 
 void kh_exec_info_free(struct kh_exec_info *info);

@@ -191,21 +191,47 @@ kh_exec_info_parse(const char *json, size_t len, struct kh_exec_info *info,
 	return rc < 0 ? -1 : 0;
 }
 
+/*
+ * The entry `kubehsm kubeconfig` prints names its apiVersion twice: as the
+ * entry's apiVersion, which client-go and the Python client send in
+ * KUBERNETES_EXEC_INFO, and as --api-version, for the clients that send
+ * nothing (@kubernetes/client-node, ruby-kubeclient).  Two different values
+ * mean the entry was edited by half; answering either would hide that until
+ * a client that reads the other one breaks, so say it.
+ */
+static int
+kh_exec_check_api(struct kh_exec_info *info, enum kh_exec_api arg_api, kh_error *err)
+{
+	enum kh_exec_api asked = info->api;
+
+	if (arg_api == KH_EXEC_API_NONE || asked == arg_api)
+		return 0;
+	kh_exec_info_free(info);
+	return kh_fail(err, KH_ERR_INPUT,
+	               "KUBERNETES_EXEC_INFO asks for %s but kubehsm exec was given --api-version %s: "
+	               "make the apiVersion of the kubeconfig exec entry and its --api-version argument the same",
+	               kh_exec_api_version(asked), kh_exec_api_version(arg_api));
+}
+
 int
-kh_exec_info_from_env(const char *value, enum kh_exec_api default_api,
+kh_exec_info_from_env(const char *value, enum kh_exec_api arg_api,
                       struct kh_exec_info *info, kh_error *err)
 {
 	if (info == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "kh_exec_info_from_env: missing argument");
 	memset(info, 0, sizeof(*info));
-	if (value != NULL && value[0] != '\0')
+	if (value != NULL && value[0] != '\0') {
 		/* strnlen: a value past the cap is refused without reading it all. */
-		return kh_exec_info_parse(value, strnlen(value, KH_EXEC_INFO_MAX + 1),
-		                          info, err);
-	if (kh_exec_api_version(default_api) == NULL)
+		if (kh_exec_info_parse(value, strnlen(value, KH_EXEC_INFO_MAX + 1),
+		                       info, err) != 0)
+			return -1;
+		return kh_exec_check_api(info, arg_api, err);
+	}
+	if (kh_exec_api_version(arg_api) == NULL)
 		return kh_fail(err, KH_ERR_INPUT,
-		               "KUBERNETES_EXEC_INFO is not set: run kubehsm exec from kubectl (a kubeconfig exec entry), or name the apiVersion to answer with");
-	info->api = default_api;
+		               "KUBERNETES_EXEC_INFO is not set: run kubehsm exec from a kubeconfig exec entry "
+		               "(kubectl sets it), or pass --api-version as the entry 'kubehsm kubeconfig' prints does");
+	info->api = arg_api;
 	return 0;
 }
 

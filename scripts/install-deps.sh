@@ -18,7 +18,13 @@ PACKAGES=(
 	xz-utils git procps passwd libcap2-bin
 	# tools the integration tests drive
 	jq curl openssl python3 util-linux coreutils login
+	# more kube clients (tests/integration/clients.sh); the test installs
+	# @kubernetes/client-node itself, from npm into the build tree
+	ruby-kubeclient nodejs
 )
+# Debian's nodejs ships npm as a package of its own; NodeSource's nodejs
+# bundles it (and conflicts with Debian's npm).
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

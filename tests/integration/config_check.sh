@@ -3,6 +3,8 @@
 # paths pointed at a private directory, then the mistakes an admin makes —
 # a misspelled key, a PIN file readable by others, a group-writable config,
 # a missing file — each rejected with one line naming the line or file.
+# `kubehsm config ca-bundle`: the client CA bundle for the API server, for
+# issuers with and without an intermediate, and its errors.
 set -u
 . "${KH_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/tap.sh"
 
@@ -57,6 +59,100 @@ is "$rc/$out" "0/" "--quiet: exit 0, no output"
 
 run env KUBEHSM_CONFIG="$CONF" "$KUBEHSM" config check
 is "$rc" 0 "FILE defaults to \$KUBEHSM_CONFIG"
+
+# --- config ca-bundle: what the API server's --client-ca-file must hold ----
+B="$KH_TMP/bundle"
+mkdir -m 0755 "$B"
+# mkca NAME CN [SIGNER]: an EC CA certificate NAME.pem, self-signed without
+# SIGNER.  mkleaf NAME CN SIGNER: a client certificate.
+mkcert() {
+	local name=$1 cn=$2 signer=${3:-} ext
+	ext=$(printf 'basicConstraints=critical,%s\nkeyUsage=critical,%s\nsubjectKeyIdentifier=hash\n' "$4" "$5")
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$B/$name.key" \
+		-subj "/CN=$cn" -out "$B/$name.csr" 2>/dev/null || return 1
+	if [ -z "$signer" ]; then
+		openssl x509 -req -in "$B/$name.csr" -key "$B/$name.key" -days 2 \
+			-extfile <(printf '%s\n' "$ext") -out "$B/$name.pem" 2>/dev/null
+	else
+		openssl x509 -req -in "$B/$name.csr" -CA "$B/$signer.pem" -CAkey "$B/$signer.key" -days 2 \
+			-set_serial "0x$(openssl rand -hex 12)" \
+			-extfile <(printf '%s\nauthorityKeyIdentifier=keyid\n' "$ext") -out "$B/$name.pem" 2>/dev/null
+	fi && chmod 0644 "$B/$name.pem"
+}
+mkca() { mkcert "$1" "$2" "${3:-}" CA:TRUE keyCertSign,cRLSign; }
+mkleaf() { mkcert "$1" "$2" "$3" CA:FALSE digitalSignature; }
+mkca root "kh test root" && mkca mid "kh test intermediate" root &&
+	mkca issuer1 "kh issuer under the root" root && mkca issuer2 "kh issuer under the intermediate" mid &&
+	mkca other "kh unrelated root" && mkleaf sess1 alice issuer1 && mkleaf sess2 alice issuer2
+ok $? "created roots, an intermediate, two issuers and session certificates with openssl"
+cat "$B/issuer2.pem" "$B/mid.pem" >"$B/issuer2+mid.pem"
+cat "$B/issuer2.pem" "$B/mid.pem" "$B/root.pem" >"$B/issuer2+mid+root.pem"
+chmod 0644 "$B"/*.pem
+# bundle_conf CERT_FILE: the sample policy with issuer.cert_file = CERT_FILE.
+bundle_conf() {
+	local f=$ETC/bundle-${1##*/}.conf
+	sed -e "s|cert_file = \"$ETC/issuer.pem\"|cert_file = \"$1\"|" "$CONF" >"$f"
+	chmod 0644 "$f"
+	echo "$f"
+}
+
+run "$KUBEHSM" config ca-bundle "$CONF"
+is "$rc:$err:$out" "0::$(cat "$ETC/issuer.pem")" \
+	"ca-bundle: a self-signed issuer certificate is its own root: the bundle is that certificate"
+
+C1=$(bundle_conf "$B/issuer1.pem")
+run "$KUBEHSM" config ca-bundle "$C1"
+is "$rc:$out" "1:" "ca-bundle: cert_file without its root and no --root: exit 1, nothing on stdout"
+is "$err" "kubehsm: $B/issuer1.pem ends with 'CN=kh issuer under the root', not with its root CA: pass --root with the certificate of 'CN=kh test root'" \
+	"... one line naming the root to pass"
+run "$KUBEHSM" config ca-bundle --root "$B/root.pem" "$C1"
+is "$rc:$err:$out" "0::$(cat "$B/issuer1.pem" "$B/root.pem")" \
+	"ca-bundle --root: the issuer certificate, then its root"
+printf '%s\n' "$out" >"$B/bundle1.pem"
+# The reason for the bundle, in OpenSSL's terms: a session certificate
+# presented alone (ruby-kubeclient) verifies against the bundle, not against
+# the root alone; with its chain (kubectl) it verifies against the root too.
+openssl verify -CAfile "$B/bundle1.pem" "$B/sess1.pem" >/dev/null 2>&1
+ok $? "a session certificate alone verifies against the bundle"
+openssl verify -CAfile "$B/root.pem" "$B/sess1.pem" >/dev/null 2>&1
+isnt $? 0 "... but not against the issuer's root alone"
+openssl verify -CAfile "$B/root.pem" -untrusted "$B/issuer1.pem" "$B/sess1.pem" >/dev/null 2>&1
+ok $? "... which suffices only when the client sends the issuer chain"
+
+C2=$(bundle_conf "$B/issuer2+mid.pem")
+run "$KUBEHSM" config ca-bundle --root "$B/root.pem" "$C2"
+is "$rc:$err:$out" "0::$(cat "$B/issuer2.pem" "$B/mid.pem" "$B/root.pem")" \
+	"ca-bundle with an intermediate: issuer, intermediate, root"
+printf '%s\n' "$out" >"$B/bundle2.pem"
+openssl verify -CAfile "$B/bundle2.pem" "$B/sess2.pem" >/dev/null 2>&1
+ok $? "... and a session certificate alone verifies against it"
+C3=$(bundle_conf "$B/issuer2+mid+root.pem")
+run "$KUBEHSM" config ca-bundle "$C3"
+is "$rc:$err:$out" "0::$(cat "$B/issuer2.pem" "$B/mid.pem" "$B/root.pem")" \
+	"ca-bundle: a cert_file that ends with its root needs no --root"
+run memcheck "$KUBEHSM" config ca-bundle --root "$B/root.pem" "$C2"
+is "$rc" 0 "ca-bundle under $([ "${KH_SANITIZERS:-0}" = 1 ] && echo ASan/LSan || echo valgrind): no memory error, no leak" ||
+	diag "$err"
+
+run "$KUBEHSM" config ca-bundle --root "$B/other.pem" "$C1"
+like "$rc:$out:$err" "^1::kubehsm: the issuer chain of $B/issuer1.pem does not verify against $B/other.pem at 'CN=kh issuer under the root': " \
+	"ca-bundle with the wrong root: refused, one line"
+run "$KUBEHSM" config ca-bundle --root "$B/none.pem" "$C1"
+is "$rc:$err" "1:kubehsm: --root $B/none.pem: No such file or directory" "ca-bundle with a missing --root file"
+run "$KUBEHSM" config ca-bundle --root "$CONF" "$C1"
+like "$rc:$err" "^1:kubehsm: --root $CONF holds no readable PEM certificate" "ca-bundle with a --root that is no certificate"
+C4=$(bundle_conf "$B/sess1.pem")
+run "$KUBEHSM" config ca-bundle "$C4"
+like "$rc:$err" "^1:kubehsm: the first certificate in $B/sess1.pem is not a CA certificate" \
+	"ca-bundle: a cert_file that is no CA is refused"
+run "$KUBEHSM" config ca-bundle --issuer nope "$CONF"
+is "$rc:$err" "1:kubehsm: config ca-bundle: $CONF has no issuer 'nope'" "ca-bundle --issuer with an unknown id"
+if command -v runuser >/dev/null 2>&1; then
+	run runuser -u nobody -- "$KUBEHSM" config ca-bundle --root "$B/root.pem" "$C1"
+	is "$rc:$out" "0:$(cat "$B/issuer1.pem" "$B/root.pem")" "an unprivileged user prints the bundle of a root-owned policy"
+else
+	skip "runuser not available"
+fi
 
 # A misspelled key names the line.
 BAD="$ETC/typo.conf"
@@ -149,5 +245,15 @@ run "$KUBEHSM" config check --bogus "$CONF"
 like "$rc:$err" "^2:kubehsm: config check: unknown option '--bogus'" "unknown option: usage error"
 run "$KUBEHSM" config check "$CONF" "$CONF"
 is "$rc" 2 "two files: usage error"
+run "$KUBEHSM" config ca-bundle --help
+like "$rc:$out" "^0:Usage: kubehsm config check" "config ca-bundle --help"
+grep -q '^       kubehsm config ca-bundle \[--issuer ID\] \[--root CA-FILE\] \[FILE\]$' <<<"$out"
+ok $? "... which shows ca-bundle's options"
+run "$KUBEHSM" config ca-bundle --quiet "$CONF"
+like "$rc:$err" "^2:kubehsm: config ca-bundle: unknown option '--quiet'" "ca-bundle has no --quiet: usage error"
+run "$KUBEHSM" config check --root "$CONF" "$CONF"
+like "$rc:$err" "^2:kubehsm: config check: unknown option '--root'" "check has no --root: usage error"
+run "$KUBEHSM" config ca-bundle --root
+like "$rc:$err" "^2:kubehsm: config ca-bundle: unknown option '--root' or missing value" "--root without a value: usage error"
 
 done_testing

@@ -8,3 +8,4 @@ include tests/integration/pam.mk
 include tests/integration/helper.mk
 include tests/integration/scenario.mk
 include tests/integration/hardening.mk
+include tests/integration/clients.mk

@@ -11,10 +11,13 @@
 # A missing or untrusted client certificate gets a Kubernetes Status 401.
 # GET /kh-whoami answers "<client serial> <client subject DN>".
 # nginx is stopped when the test exits.
+# kubeapi_start CLIENT_CA NAME starts one more endpoint beside the first, in
+# $KH_TMP/kubeapi-NAME: it sets the same variables (save them before the
+# next start); kubeapi_stop [PID] stops one (default: the last started).
 
 kubeapi_start() {
-	local client_ca=$1 d port try pid i
-	KUBEAPI_DIR=$KH_TMP/kubeapi
+	local client_ca=$1 name=${2:-} d port try pid i
+	KUBEAPI_DIR=$KH_TMP/kubeapi${name:+-$name}
 	d=$KUBEAPI_DIR
 	mkdir -p "$d/www/api/v1/namespaces/default" "$d/www/apis/authentication.k8s.io" \
 		"$d/logs" "$d/tmp" || return 1
@@ -111,7 +114,8 @@ EOF
 			if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 				KUBEAPI_URL=https://127.0.0.1:$port
 				KUBEAPI_PID=$pid
-				on_exit "kubeapi_stop"
+				_KUBEAPI_LIVE="${_KUBEAPI_LIVE:-} $pid "
+				on_exit "kubeapi_stop $pid"
 				export KUBEAPI_URL KUBEAPI_CA KUBEAPI_DIR
 				return 0
 			fi
@@ -125,10 +129,13 @@ EOF
 }
 
 kubeapi_stop() {
-	[ -n "$KUBEAPI_PID" ] || return 0
-	kill -QUIT "$KUBEAPI_PID" 2>/dev/null
-	for _ in $(seq 1 30); do kill -0 "$KUBEAPI_PID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$KUBEAPI_PID" 2>/dev/null
-	wait "$KUBEAPI_PID" 2>/dev/null
-	KUBEAPI_PID=
+	local pid=${1:-${KUBEAPI_PID:-}}
+	# Only a running endpoint of ours: never a reused PID at exit.
+	[ -n "$pid" ] && [[ ${_KUBEAPI_LIVE:-} == *" $pid "* ]] || return 0
+	_KUBEAPI_LIVE=${_KUBEAPI_LIVE/ $pid / }
+	kill -QUIT "$pid" 2>/dev/null
+	for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ "$pid" != "${KUBEAPI_PID:-}" ] || KUBEAPI_PID=
 }

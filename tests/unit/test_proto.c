@@ -612,8 +612,11 @@ t_exec_env_set(void **state)
 	char *huge;
 
 	(void)state;
-	/* A set variable wins over the default, and is parsed strictly. */
-	assert_int_equal(kh_exec_info_from_env(json, KH_EXEC_API_V1BETA1, &info, &err), 0);
+	/* A set variable is parsed strictly; --api-version, when given, must agree. */
+	assert_int_equal(kh_exec_info_from_env(json, KH_EXEC_API_NONE, &info, &err), 0);
+	assert_int_equal(info.api, KH_EXEC_API_V1);
+	kh_exec_info_free(&info);
+	assert_int_equal(kh_exec_info_from_env(json, KH_EXEC_API_V1, &info, &err), 0);
 	assert_int_equal(info.api, KH_EXEC_API_V1);
 	kh_exec_info_free(&info);
 	assert_int_equal(kh_exec_info_from_env("{}", KH_EXEC_API_V1, &info, &err), -1);
@@ -621,6 +624,43 @@ t_exec_env_set(void **state)
 	assert_int_equal(kh_exec_info_from_env(huge, KH_EXEC_API_NONE, &info, &err), -1);
 	assert_non_null(strstr(err.msg, "too large"));
 	free(huge);
+	free(json);
+}
+
+/*
+ * KUBERNETES_EXEC_INFO and --api-version naming different apiVersions (an
+ * entry edited by half) is one error naming both, never a silent pick.
+ */
+static void
+t_exec_env_api_disagree(void **state)
+{
+	static const char v1beta1[] =
+		"{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+		"\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false,"
+		"\"cluster\":{\"server\":\"https://127.0.0.1:6443\","
+		"\"config\":{\"issuer\":\"prod\"}}}}";
+	struct kh_exec_info info;
+	kh_error err;
+	size_t len;
+	char *json = read_fixture("kubectl-1.30-v1-plain.json", &len);
+
+	(void)state;
+	assert_int_equal(kh_exec_info_from_env(json, KH_EXEC_API_V1BETA1, &info, &err), -1);
+	assert_int_equal(err.code, KH_ERR_INPUT);
+	assert_string_equal(err.msg,
+		"KUBERNETES_EXEC_INFO asks for client.authentication.k8s.io/v1 but kubehsm exec "
+		"was given --api-version client.authentication.k8s.io/v1beta1: make the apiVersion "
+		"of the kubeconfig exec entry and its --api-version argument the same");
+	assert_null(strchr(err.msg, '\n'));
+	/* Refused with a parsed cluster: nothing is left to free or leak. */
+	assert_int_equal(kh_exec_info_from_env(v1beta1, KH_EXEC_API_V1, &info, &err), -1);
+	assert_non_null(strstr(err.msg, "asks for client.authentication.k8s.io/v1beta1 but"));
+	assert_int_equal(info.api, KH_EXEC_API_NONE);
+	assert_null(info.cluster.issuer);
+	assert_null(info.cluster.server);
+	assert_int_equal(kh_exec_info_from_env(v1beta1, KH_EXEC_API_V1BETA1, &info, &err), 0);
+	assert_string_equal(info.cluster.issuer, "prod");
+	kh_exec_info_free(&info);
 	free(json);
 }
 
@@ -1129,6 +1169,7 @@ main(void)
 		cmocka_unit_test(t_exec_large_ca),
 		cmocka_unit_test(t_exec_env_unset),
 		cmocka_unit_test(t_exec_env_set),
+		cmocka_unit_test(t_exec_env_api_disagree),
 		cmocka_unit_test(t_exec_api_names),
 		cmocka_unit_test(t_rfc3339),
 		cmocka_unit_test(t_rfc3339_calendar),
