@@ -36,7 +36,7 @@ cflags="-g -O1 -std=gnu11 -Wall -Werror $san -I$dir/obj -I$top -I$top/lib -I$top
 libs="$(pkg-config --libs $pkgs)"
 srcs="lib/kh_error.c lib/kh_error_ssl.c lib/kh_mem.c lib/kh_json.c lib/kh_dl.c
 	lib/kh_proto_json.c lib/kh_proto_exec.c lib/kh_proto.c lib/kh_sign.c lib/kh_x509.c
-	lib/kh_pkcs11.c conf/kh_policy.c conf/kh_policy_words.c cache/kh_record.c cache/kh_cache.c"
+	lib/kh_pkcs11.c conf/kh_policy.c conf/kh_policy_words.c cache/kh_record.c cache/kh_cache_common.c cache/kh_cache_find.c"
 
 echo "==> building the fuzz targets in $dir"
 objs=() pids=()
