@@ -50,20 +50,32 @@ int kh_cache_store(const struct kh_record *rec, const char *pin, int32_t *serial
 		   kh_error *err);
 
 /*
- * Login accounting (root only), serialised per uid:
- * kh_cache_login stores rec with logins = the live earlier record's + 1
- * (scope user; 1 otherwise).  kh_cache_logout undoes one login that was
- * stored for (uid, user, issuer, scope) — with serial the record that login
- * got: scope user counts down, and at the last login (with
- * revoke_on_logout) invalidates the issuer's records and PIN wherever they
- * are linked; scope session invalidates that login's own record.
- * kh_cache_logout returns 1 if the session was ended, 0 if kept, -1 on error.
+ * Login accounting (root only), serialised per uid.  Root counts the uid's
+ * open logins through pam_kubehsm, minting or not: a record of scope user
+ * is the session of all of them and ends (with revoke_on_logout) when the
+ * last one closes.
+ *
+ * kh_cache_login: a login that authenticated with a token opens and mints
+ * rec (KH_LOGIN_NEW counts it; KH_LOGIN_JOIN — `kubehsm login` inside a
+ * login — does not, the record joins the logins already open).
+ * rec->logins is set to the count.  *serial (may be NULL) gets the record's
+ * key serial.
+ * kh_cache_login_count: a login that minted nothing opens.
+ * kh_cache_logout: one login closes; serials are the scope-session records
+ * it minted (ended with revoke_on_logout); at the uid's last login every
+ * scope-user key goes too.  Returns 1 if a session ended, 0 if none did,
+ * -1 on error.
  */
-int kh_cache_login(struct kh_record *rec, const char *pin, int32_t *serial,
-		   kh_error *err);
-int kh_cache_logout(uid_t uid, const char *user, const char *issuer_id,
-		    enum kh_scope scope, int32_t serial, bool revoke_on_logout,
-		    kh_error *err);
+enum kh_login_kind {
+	KH_LOGIN_NEW,
+	KH_LOGIN_JOIN,
+};
+
+int kh_cache_login(struct kh_record *rec, const char *pin, enum kh_login_kind kind,
+		   int32_t *serial, kh_error *err);
+int kh_cache_login_count(uid_t uid, const char *user, kh_error *err);
+int kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
+		    size_t nserials, bool revoke_on_logout, kh_error *err);
 
 /*
  * Find the calling process's valid record for issuer_id ("" = default):

@@ -37,8 +37,8 @@
 #include "kh_rundir.h"
 
 #define KH_QUOTA_RETRIES 24     /* ~3 s of backoff in all */
-#define KH_LOGINS_MAX 100000
-#define KH_MAX_OPS 64
+#define KH_MAX_OPS (2 * KH_INDEX_MAX_ENTRIES + 16)
+#define KH_MAX_DESCS 32
 
 /* ---- staging (steps 1-4) ---------------------------------------------------- */
 
@@ -86,6 +86,8 @@ struct batch {
 	key_serial_t stage;
 	struct kh_keyop ops[KH_MAX_OPS];
 	size_t nops;
+	char descs[KH_MAX_DESCS][KH_DESC_MAX];   /* names the ops refer to */
+	size_t ndescs;
 	struct kh_keyop_result *res;
 	size_t nres;
 };
@@ -123,6 +125,25 @@ batch_op(struct batch *b, enum kh_keyop_kind kind, key_serial_t key,
 	b->ops[i] = (struct kh_keyop){ .kind = kind, .key = key, .ring = ring, .desc = desc };
 	b->nops++;
 	return i;
+}
+
+/* A key description kept alive for the batch's operations, made once per
+ * kind and issuer; NULL when the pool is full or the id is invalid. */
+static const char *
+batch_desc(struct batch *b, const char *kind, const char *issuer_id)
+{
+	char desc[KH_DESC_MAX];
+	size_t i;
+
+	if (kh_record_description(kind, issuer_id, desc, sizeof(desc), NULL) != 0)
+		return NULL;
+	for (i = 0; i < b->ndescs; i++)
+		if (strcmp(b->descs[i], desc) == 0)
+			return b->descs[i];
+	if (b->ndescs == KH_MAX_DESCS)
+		return NULL;
+	memcpy(b->descs[b->ndescs], desc, sizeof(desc));
+	return b->descs[b->ndescs++];
 }
 
 /* Steps 1-4 for one key.  Returns its serial, or -1 with err. */
@@ -250,7 +271,6 @@ add_entry(struct kh_index *ix, enum kh_index_kind kind, const struct kh_record *
 {
 	struct kh_index_entry e = {
 		.kind = kind, .scope = rec->scope, .serial = serial,
-		.logins = kind == KH_INDEX_SESSION ? rec->logins : 0,
 		.created = rec->created, .expires = rec->expires,
 	};
 
@@ -272,7 +292,7 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 	char *payload = NULL;
 	size_t len = 0, link_rec, link_pin = SIZE_MAX, i;
 	bool *superseded = NULL;
-	struct batch b;
+	struct batch *b = NULL;
 	long timeout;
 	int rc = -1;
 
@@ -286,22 +306,27 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 	superseded = calloc(ix->n ? ix->n : 1, sizeof(*superseded));
 	if (superseded == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	if (kh_record_encode(rec, &payload, &len, err) != 0 || batch_begin(&b, rec->uid, err) != 0) {
+	b = malloc(sizeof(*b));
+	if (b == NULL || kh_record_encode(rec, &payload, &len, err) != 0 ||
+	    batch_begin(b, rec->uid, err) != 0) {
+		if (b == NULL)
+			kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		if (payload != NULL)
 			kh_secure_free(payload, len + 1);
 		free(superseded);
+		free(b);
 		return -1;
 	}
-	key = stage_key(&b, desc, payload, len, timeout, err);
+	key = stage_key(b, desc, payload, len, timeout, err);
 	kh_secure_free(payload, len + 1);
 	if (key < 0)
 		goto out;
-	if (pin_do == PIN_SET && (pin_key = stage_key(&b, pin_desc, pin, strlen(pin),
+	if (pin_do == PIN_SET && (pin_key = stage_key(b, pin_desc, pin, strlen(pin),
 						      timeout, err)) < 0)
 		goto out;
-	link_rec = batch_op(&b, KH_KEYOP_LINK, key, ring, NULL);
+	link_rec = batch_op(b, KH_KEYOP_LINK, key, ring, NULL);
 	if (pin_key > 0)
-		link_pin = batch_op(&b, KH_KEYOP_LINK, pin_key, ring, NULL);
+		link_pin = batch_op(b, KH_KEYOP_LINK, pin_key, ring, NULL);
 	/* What this key replaces: every key issued under this uid to another
 	 * account (a reused uid); for scope user, the earlier record of this
 	 * issuer and, unless kept, its PIN key.  (Scope-session keys belong
@@ -315,19 +340,22 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 		    (user_scope && pin_do != PIN_KEEP &&
 		     entry_matches(e, KH_INDEX_PIN, rec->issuer_id, -1))) {
 			superseded[i] = true;
-			(void)batch_op(&b, KH_KEYOP_INVALIDATE, e->serial, 0, NULL);
+			(void)batch_op(b, KH_KEYOP_INVALIDATE, e->serial, 0, NULL);
 		}
 	}
-	(void)batch_op(&b, KH_KEYOP_DROP, 0, ring, ended_desc);
+	(void)batch_op(b, KH_KEYOP_DROP, 0, ring, ended_desc);
 	if (pin_do == PIN_DROP)
-		(void)batch_op(&b, KH_KEYOP_DROP, 0, ring, pin_desc);
-	if (batch_run(&b, err) != 0 || batch_linked(&b, link_rec, rec->scope, err) != 0 ||
-	    (link_pin != SIZE_MAX && batch_linked(&b, link_pin, rec->scope, err) != 0))
+		(void)batch_op(b, KH_KEYOP_DROP, 0, ring, pin_desc);
+	if (batch_run(b, err) != 0 || batch_linked(b, link_rec, rec->scope, err) != 0 ||
+	    (link_pin != SIZE_MAX && batch_linked(b, link_pin, rec->scope, err) != 0))
 		goto out;
 
-	/* The index now says what the user holds. */
-	if (strcmp(ix->user, rec->user) != 0)
+	/* The index now says what the user holds; another account's logins
+	 * of a reused uid are not this one's. */
+	if (strcmp(ix->user, rec->user) != 0) {
 		(void)snprintf(ix->user, sizeof(ix->user), "%s", rec->user);
+		ix->logins = 0;
+	}
 	for (i = ix->n; i-- > 0;)
 		if (superseded[i])
 			kh_index_remove(ix, i);
@@ -338,7 +366,8 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 		*serial = key;
 	rc = 0;
 out:
-	batch_end(&b);
+	batch_end(b);
+	free(b);
 	free(superseded);
 	return rc;
 }
@@ -367,133 +396,108 @@ kh_cache_store(const struct kh_record *rec, const char *pin, int32_t *serial,
 	return rc;
 }
 
-/* ---- login accounting ---------------------------------------------------------- */
-
-/* The index entry of the uid's scope-user record for issuer_id, or NULL. */
-static struct kh_index_entry *
-user_scope_record(struct kh_index *ix, const char *issuer_id)
-{
-	size_t i;
-
-	for (i = 0; i < ix->n; i++)
-		if (entry_matches(&ix->e[i], KH_INDEX_SESSION, issuer_id, KH_SCOPE_USER))
-			return &ix->e[i];
-	return NULL;
-}
-
-/* Is the key the index names still there and the user's?  (The user may
- * have ended it with kubehsm logout, which root's index cannot see.) */
-static bool
-key_alive(uid_t uid, key_serial_t key)
-{
-	struct kh_keyop op = { .kind = KH_KEYOP_DESCRIBE, .key = key };
-	struct kh_keyop_result *res = NULL;
-	size_t n = 0;
-	bool alive;
-
-	if (kh_keyops_run(uid, &op, 1, &res, &n, NULL) != 0)
-		return false;
-	alive = n == 1 && res[0].err == 0 && res[0].owner == uid;
-	kh_keyop_results_free(res, n);
-	return alive;
-}
-
-int
-kh_cache_login(struct kh_record *rec, const char *pin, int32_t *serial, kh_error *err)
-{
-	struct kh_index_entry *prev;
-	struct kh_index ix;
-	int lock, rc;
-
-	if (need_root(err) != 0 || index_begin(rec->uid, &ix, &lock, err) != 0)
-		return -1;
-	rec->logins = 1;
-	prev = rec->scope == KH_SCOPE_USER && strcmp(ix.user, rec->user) == 0
-		       ? user_scope_record(&ix, rec->issuer_id) : NULL;
-	if (prev != NULL && key_alive(rec->uid, prev->serial) && prev->logins < KH_LOGINS_MAX)
-		rec->logins = prev->logins + 1;
-	rc = store_locked(&ix, rec, pin != NULL ? PIN_SET : PIN_DROP, pin, serial, err);
-	if (rc == 0)
-		rc = kh_index_save(&ix, err);
-	index_end(&ix, lock);
-	return rc;
-}
-
 /* ---- ending sessions ------------------------------------------------------------- */
 
 /* What else revoke_locked looks for beyond the index entries it is given. */
 enum revoke_scan {
 	SCAN_NONE,
-	SCAN_USER_KEYRING,    /* records and PINs of the issuer the index does not
+	SCAN_USER_KEYRING,    /* records and PINs of one issuer the index does not
 			       * know, in the user keyring (admin revoke) */
-	SCAN_SESSION_PIN,     /* the login's own PIN key in its session keyring */
+	SCAN_SESSION_PIN,     /* the PIN keys of the ended scope-session records,
+			       * in the login's own session keyring (logout) */
 };
 
+/* An "ended" marker for a session record that goes, in the keyring the
+ * record was meant for; once per issuer and scope.  Only improves the
+ * reader's message: failures are not errors. */
+static void
+stage_marker(struct batch *b, const struct kh_index_entry *e, int64_t until)
+{
+	const char *desc = batch_desc(b, "ended", e->issuer);
+	char payload[64], tag[KH_DESC_MAX + 8];
+	key_serial_t marker;
+	int n;
+
+	if (desc == NULL)
+		return;
+	/* One marker per issuer and ring: remember the pair in the pool. */
+	(void)snprintf(tag, sizeof(tag), "%s@%s", e->scope == KH_SCOPE_SESSION ? "s" : "u", desc);
+	for (size_t i = 0; i < b->ndescs; i++)
+		if (strcmp(b->descs[i], tag) == 0)
+			return;
+	if (b->ndescs == KH_MAX_DESCS || strlen(tag) >= KH_DESC_MAX)
+		return;
+	memcpy(b->descs[b->ndescs++], tag, strlen(tag) + 1);
+	n = snprintf(payload, sizeof(payload), "revoked %" PRId64, kh_cache_now());
+	marker = stage_key(b, desc, payload, (size_t)n,
+			   seconds_until(until, KH_ENDED_MIN_TIMEOUT), NULL);
+	if (marker > 0)
+		(void)batch_op(b, KH_KEYOP_LINK, marker, dest_ring(e->scope), NULL);
+}
+
 /*
- * Invalidate the index entries selected by `pick` (and what `scan` finds),
- * leave an "ended" marker in `marker_ring` when anything was picked, and
- * drop them from the index.  Returns how many keys went, or -1.
+ * Invalidate the index entries selected by `pick`, and what `scan` finds,
+ * leave "ended" markers for the session records among them, and drop them
+ * from the index.  Returns how many keys went, or -1.
  */
 static int
-revoke_locked(struct kh_index *ix, const bool *pick, const char *issuer_id,
-	      enum revoke_scan scan, key_serial_t marker_ring, kh_error *err)
+revoke_locked(struct kh_index *ix, const bool *pick, enum revoke_scan scan,
+	      const char *scan_issuer, kh_error *err)
 {
-	char desc[KH_DESC_MAX], pin_desc[KH_DESC_MAX], ended_desc[KH_DESC_MAX], payload[64];
+	struct batch *b = malloc(sizeof(*b));
 	int64_t until = 0;
-	key_serial_t marker = -1;
-	struct batch b;
-	size_t i, picked = 0;
-	int n, removed;
+	const char *d;
+	size_t i;
+	int removed;
 
-	if (kh_record_description("session", issuer_id, desc, sizeof(desc), err) != 0 ||
-	    kh_record_description("pin", issuer_id, pin_desc, sizeof(pin_desc), err) != 0 ||
-	    kh_record_description("ended", issuer_id, ended_desc, sizeof(ended_desc), err) != 0 ||
-	    batch_begin(&b, ix->uid, err) != 0)
+	if (b == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	if (batch_begin(b, ix->uid, err) != 0) {
+		free(b);
 		return -1;
+	}
+	for (i = 0; i < ix->n; i++)
+		if (pick[i] && ix->e[i].expires > until)
+			until = ix->e[i].expires;
 	for (i = 0; i < ix->n; i++) {
+		const struct kh_index_entry *e = &ix->e[i];
+
 		if (!pick[i])
 			continue;
-		picked++;
-		if (ix->e[i].expires > until)
-			until = ix->e[i].expires;
-		(void)batch_op(&b, KH_KEYOP_INVALIDATE, ix->e[i].serial, 0, NULL);
+		(void)batch_op(b, KH_KEYOP_INVALIDATE, e->serial, 0, NULL);
+		if (e->kind != KH_INDEX_SESSION)
+			continue;
+		if (scan == SCAN_SESSION_PIN && e->scope == KH_SCOPE_SESSION &&
+		    (d = batch_desc(b, "pin", e->issuer)) != NULL)
+			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_SESSION_KEYRING, d);
+		stage_marker(b, e, until);
 	}
 	if (scan == SCAN_USER_KEYRING) {
-		(void)batch_op(&b, KH_KEYOP_DROP, 0, KEY_SPEC_USER_KEYRING, desc);
-		(void)batch_op(&b, KH_KEYOP_DROP, 0, KEY_SPEC_USER_KEYRING, pin_desc);
-	} else if (scan == SCAN_SESSION_PIN) {
-		(void)batch_op(&b, KH_KEYOP_DROP, 0, KEY_SPEC_SESSION_KEYRING, pin_desc);
+		if ((d = batch_desc(b, "session", scan_issuer)) != NULL)
+			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_USER_KEYRING, d);
+		if ((d = batch_desc(b, "pin", scan_issuer)) != NULL)
+			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_USER_KEYRING, d);
 	}
-	if (picked > 0) {
-		/* The marker only improves the reader's message; losing it is
-		 * harmless, so its failures are not errors. */
-		n = snprintf(payload, sizeof(payload), "revoked %" PRId64, kh_cache_now());
-		marker = stage_key(&b, ended_desc, payload, (size_t)n,
-				   seconds_until(until, KH_ENDED_MIN_TIMEOUT), NULL);
-		if (marker > 0)
-			(void)batch_op(&b, KH_KEYOP_LINK, marker, marker_ring, NULL);
+	removed = 0;
+	if (b->nops > 0) {
+		if (batch_run(b, err) != 0) {
+			batch_end(b);
+			free(b);
+			return -1;
+		}
+		removed = batch_removed(b);
 	}
-	if (b.nops == 0) {
-		batch_end(&b);
-		return 0;
-	}
-	if (batch_run(&b, err) != 0) {
-		batch_end(&b);
-		return -1;
-	}
-	removed = batch_removed(&b);
 	for (i = ix->n; i-- > 0;)
-		if (pick[i] || batch_dropped(&b, ix->e[i].serial))
+		if (pick[i] || batch_dropped(b, ix->e[i].serial))
 			kh_index_remove(ix, i);
-	batch_end(&b);
+	batch_end(b);
+	free(b);
 	return removed;
 }
 
-/* Pick every entry of issuer_id in scope `scope` (-1: any) of kind `kind`
- * (-1: any). */
+/* Pick every entry of issuer_id (NULL: any) in scope `scope` (-1: any). */
 static bool *
-pick_entries(const struct kh_index *ix, const char *issuer_id, int scope, int kind,
-	     int32_t serial /* 0: any */, kh_error *err)
+pick_entries(const struct kh_index *ix, const char *issuer_id, int scope, kh_error *err)
 {
 	bool *pick = calloc(ix->n ? ix->n : 1, sizeof(*pick));
 	size_t i;
@@ -502,99 +506,179 @@ pick_entries(const struct kh_index *ix, const char *issuer_id, int scope, int ki
 		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	for (i = 0; i < ix->n; i++) {
-		const struct kh_index_entry *e = &ix->e[i];
-
-		pick[i] = strcmp(e->issuer, issuer_id) == 0 &&
-			  (scope < 0 || e->scope == (enum kh_scope)scope) &&
-			  (kind < 0 || e->kind == (enum kh_index_kind)kind) &&
-			  (serial == 0 || e->serial == serial);
-	}
+	for (i = 0; i < ix->n; i++)
+		pick[i] = (issuer_id == NULL || strcmp(ix->e[i].issuer, issuer_id) == 0) &&
+			  (scope < 0 || ix->e[i].scope == (enum kh_scope)scope);
 	return pick;
 }
 
-/* One login of scope user fewer: re-store the record with the count down. */
-static int
-count_down(struct kh_index *ix, struct kh_index_entry *e, kh_error *err)
-{
-	struct kh_keyop op = { .kind = KH_KEYOP_READ, .key = e->serial };
-	struct kh_keyop_result *res = NULL;
-	struct kh_record *rec = NULL;
-	size_t n = 0;
-	int rc;
+/* ---- login accounting ---------------------------------------------------------- */
 
-	if (kh_keyops_run(ix->uid, &op, 1, &res, &n, err) != 0)
-		return -1;
-	if (n != 1 || res[0].err != 0 || res[0].payload == NULL) {
-		/* Gone already (the user's own logout): nothing to count down. */
-		kh_keyop_results_free(res, n);
-		return 0;
+/*
+ * The index counts the uid's open logins through pam_kubehsm, whether they
+ * minted a record or not: a record of scope user is the session of every
+ * login of the uid, and lives until the last of them closes.  (A record
+ * minted later inside one of them — kubehsm login, for a token that only
+ * arrives after sshd has authenticated — joins them.)  Each record carries
+ * the count for `kubehsm status`, and is re-stored when it changes.
+ */
+
+/* A login of `user` opens under uid: count it.  Keys the index holds for
+ * another account of a reused uid go. */
+static int
+count_login(struct kh_index *ix, const char *user, kh_error *err)
+{
+	bool *all;
+	int rc = 0;
+
+	if (strcmp(ix->user, user) != 0) {
+		if (ix->n > 0) {
+			all = pick_entries(ix, NULL, -1, err);
+			if (all == NULL)
+				return -1;
+			rc = revoke_locked(ix, all, SCAN_NONE, NULL, err) < 0 ? -1 : 0;
+			free(all);
+		}
+		ix->logins = 0;
 	}
-	rc = kh_cache_check_attributes(res[0].owner, res[0].perm, ix->uid, err) != 0 ||
-	     kh_cache_decode(res[0].payload, res[0].len, ix->uid, e->issuer, &rec, err) != 0
-		     ? -1 : 0;
-	kh_keyop_results_free(res, n);
-	if (rc != 0)
+	(void)snprintf(ix->user, sizeof(ix->user), "%s", user);
+	if (ix->logins < KH_LOGINS_MAX)
+		ix->logins++;
+	return rc;
+}
+
+/* Re-store the uid's scope-user records whose login count is out of date;
+ * records the user has ended already (kubehsm logout) leave the index. */
+static int
+refresh_counts(struct kh_index *ix, kh_error *err)
+{
+	struct kh_keyop ops[KH_INDEX_MAX_ENTRIES];
+	int32_t serials[KH_INDEX_MAX_ENTRIES];
+	struct kh_keyop_result *res = NULL;
+	size_t nops = 0, nres = 0, i, j;
+	int rc = 0;
+
+	for (i = 0; i < ix->n; i++)
+		if (ix->e[i].kind == KH_INDEX_SESSION && ix->e[i].scope == KH_SCOPE_USER) {
+			serials[nops] = ix->e[i].serial;
+			ops[nops++] = (struct kh_keyop){ .kind = KH_KEYOP_READ, .key = ix->e[i].serial };
+		}
+	if (nops == 0)
+		return 0;
+	if (kh_keyops_run(ix->uid, ops, nops, &res, &nres, err) != 0)
 		return -1;
-	rec->logins = e->logins > 1 ? e->logins - 1 : 1;
-	rc = store_locked(ix, rec, PIN_KEEP, NULL, NULL, err);
-	kh_record_free(rec);
+	for (i = 0; i < nres && rc == 0; i++) {
+		const struct kh_keyop_result *r = &res[i];
+		struct kh_record *rec = NULL;
+		const char *issuer = kh_cache_desc_issuer(r->desc, "session");
+
+		if (r->err != 0 || issuer == NULL ||
+		    kh_cache_check_attributes(r->owner, r->perm, ix->uid, NULL) != 0 ||
+		    kh_cache_decode(r->payload, r->len, ix->uid, issuer, &rec, NULL) != 0) {
+			/* Gone or unusable: no longer a record to account for. */
+			for (j = 0; j < ix->n; j++)
+				if (ix->e[j].serial == serials[r->op]) {
+					kh_index_remove(ix, j);
+					break;
+				}
+			continue;
+		}
+		if (rec->logins != ix->logins) {
+			rec->logins = ix->logins;
+			rc = store_locked(ix, rec, PIN_KEEP, NULL, NULL, err);
+		}
+		kh_record_free(rec);
+	}
+	kh_keyop_results_free(res, nres);
 	return rc;
 }
 
 int
-kh_cache_logout(uid_t uid, const char *user, const char *issuer_id,
-		enum kh_scope scope, int32_t serial, bool revoke_on_logout,
-		kh_error *err)
+kh_cache_login(struct kh_record *rec, const char *pin, enum kh_login_kind kind,
+	       int32_t *serial, kh_error *err)
 {
-	struct kh_index_entry *e;
+	struct kh_index ix;
+	int lock, rc = 0;
+
+	if (need_root(err) != 0 || index_begin(rec->uid, &ix, &lock, err) != 0)
+		return -1;
+	if (kind == KH_LOGIN_NEW)
+		rc = count_login(&ix, rec->user, err);
+	rec->logins = strcmp(ix.user, rec->user) == 0 ? ix.logins : 0;
+	if (rc == 0)
+		rc = store_locked(&ix, rec, pin != NULL ? PIN_SET : PIN_DROP, pin, serial, err);
+	if (rc == 0)
+		rc = kh_index_save(&ix, err);
+	index_end(&ix, lock);
+	return rc;
+}
+
+int
+kh_cache_login_count(uid_t uid, const char *user, kh_error *err)
+{
+	struct kh_index ix;
+	int lock, rc;
+
+	if (need_root(err) != 0 || index_begin(uid, &ix, &lock, err) != 0)
+		return -1;
+	rc = count_login(&ix, user, err);
+	if (rc == 0)
+		rc = refresh_counts(&ix, err);
+	if (rc == 0)
+		rc = kh_index_save(&ix, err);
+	index_end(&ix, lock);
+	return rc;
+}
+
+int
+kh_cache_logout(uid_t uid, const char *user, const int32_t *serials, size_t nserials,
+		bool revoke_on_logout, kh_error *err)
+{
 	struct kh_index ix;
 	bool *pick = NULL;
-	int lock, rc = 0;
+	size_t i, j;
+	int lock, rc = 0, ended = 0;
 
 	if (geteuid() != 0)
 		return kh_fail(err, KH_ERR_PERM, "login accounting needs root");
-	if (issuer_id == NULL)
-		issuer_id = "";
 	if (index_begin(uid, &ix, &lock, err) != 0)
 		return -1;
-	if (ix.n == 0 || strcmp(ix.user, user) != 0)
-		goto out;   /* nothing of this login's left (expired, revoked, reused uid) */
-	if (scope == KH_SCOPE_USER) {
-		e = user_scope_record(&ix, issuer_id);
-		if (e == NULL)
-			goto out;
-		if (e->logins > 1) {
-			rc = count_down(&ix, e, err);
-			goto save;
-		}
-		if (!revoke_on_logout) {
-			e->logins = 0;
-			goto save;
-		}
-		pick = pick_entries(&ix, issuer_id, KH_SCOPE_USER, -1, 0, err);
-	} else {
-		if (!revoke_on_logout)
-			goto out;
-		/* This login's own record; its PIN key lives in the same session
-		 * keyring and goes with a DROP there. */
-		pick = pick_entries(&ix, issuer_id, KH_SCOPE_SESSION, KH_INDEX_SESSION, serial, err);
-	}
+	if (strcmp(ix.user, user) != 0)
+		goto out;   /* nothing of this login's left (a reused uid since) */
+	if (ix.logins > 0)
+		ix.logins--;
+	pick = calloc(ix.n ? ix.n : 1, sizeof(*pick));
 	if (pick == NULL) {
-		rc = -1;
+		rc = kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		goto out;
 	}
-	rc = revoke_locked(&ix, pick, issuer_id,
-			   scope == KH_SCOPE_SESSION ? SCAN_SESSION_PIN : SCAN_NONE,
-			   dest_ring(scope), err);
-	rc = rc < 0 ? -1 : 1;
-save:
-	if (rc >= 0 && kh_index_save(&ix, err) != 0)
+	/* This login's own scope-session records, and at the uid's last
+	 * login every scope-user key. */
+	for (i = 0; i < ix.n; i++) {
+		for (j = 0; j < nserials; j++)
+			if (ix.e[i].serial == serials[j] && ix.e[i].scope == KH_SCOPE_SESSION)
+				pick[i] = true;
+		if (ix.logins == 0 && ix.e[i].scope == KH_SCOPE_USER)
+			pick[i] = true;
+	}
+	if (revoke_on_logout) {
+		bool any = false;
+
+		for (i = 0; i < ix.n; i++) {
+			any = any || pick[i];
+			ended = ended || (pick[i] && ix.e[i].kind == KH_INDEX_SESSION);
+		}
+		if (any && revoke_locked(&ix, pick, SCAN_SESSION_PIN, NULL, err) < 0)
+			rc = -1;
+	}
+	if (rc == 0 && refresh_counts(&ix, err) != 0)
+		rc = -1;
+	if (rc == 0 && kh_index_save(&ix, err) != 0)
 		rc = -1;
 out:
 	free(pick);
 	index_end(&ix, lock);
-	return rc;
+	return rc < 0 ? -1 : ended;
 }
 
 /* ---- revoke --------------------------------------------------------------------- */
@@ -610,9 +694,8 @@ revoke_as_root(uid_t uid, const char *issuer_id, kh_error *err)
 
 	if (index_begin(uid, &ix, &lock, err) != 0)
 		return -1;
-	pick = pick_entries(&ix, issuer_id, -1, -1, 0, err);
-	rc = pick == NULL ? -1 : revoke_locked(&ix, pick, issuer_id, SCAN_USER_KEYRING,
-					      KEY_SPEC_USER_KEYRING, err);
+	pick = pick_entries(&ix, issuer_id, -1, err);
+	rc = pick == NULL ? -1 : revoke_locked(&ix, pick, SCAN_USER_KEYRING, issuer_id, err);
 	if (rc >= 0 && kh_index_save(&ix, err) != 0)
 		rc = -1;
 	free(pick);

@@ -1,9 +1,9 @@
 /*
  * kh_index — root's index of issued keys, one JSON file per uid:
  *
- *   {"v":1,"uid":1001,"user":"alice","keys":[
+ *   {"v":2,"uid":1001,"user":"alice","logins":2,"keys":[
  *     {"kind":"session","issuer":"","scope":"user","serial":123,
- *      "logins":2,"created":...,"expires":...}, ...]}
+ *      "created":...,"expires":...}, ...]}
  *
  * Only root reads or writes it, but it is parsed as strictly as anything
  * else: a damaged index must fail loudly, not revoke the wrong key.
@@ -25,7 +25,7 @@
 #include "kh_json.h"
 #include "kh_rundir.h"
 
-#define KH_INDEX_VERSION 1
+#define KH_INDEX_VERSION 2
 #define KH_INDEX_FILE_MAX (256 * 1024)
 #define KH_INDEX_DIR "index"
 
@@ -127,7 +127,7 @@ decode_entry(json_t *o, struct kh_index_entry *e)
 	json_int_t v;
 
 	memset(e, 0, sizeof(*e));
-	if (!json_is_object(o) || json_object_size(o) != 7 ||
+	if (!json_is_object(o) || json_object_size(o) != 6 ||
 	    get_str(o, "kind", kind, sizeof(kind)) != 0 ||
 	    get_str(o, "issuer", e->issuer, sizeof(e->issuer)) != 0 ||
 	    get_str(o, "scope", scope, sizeof(scope)) != 0)
@@ -147,9 +147,6 @@ decode_entry(json_t *o, struct kh_index_entry *e)
 	if (get_int(o, "serial", 1, INT32_MAX, &v) != 0)
 		return -1;
 	e->serial = (int32_t)v;
-	if (get_int(o, "logins", 0, 1000000, &v) != 0)
-		return -1;
-	e->logins = (unsigned)v;
 	if (get_int(o, "created", 0, INT64_MAX, &v) != 0)
 		return -1;
 	e->created = v;
@@ -159,6 +156,7 @@ decode_entry(json_t *o, struct kh_index_entry *e)
 	return 0;
 }
 
+/* 0 decoded, 1 another format version (start over), -1 damaged. */
 static int
 decode_index(const char *text, size_t len, uid_t uid, struct kh_index *ix)
 {
@@ -167,11 +165,20 @@ decode_index(const char *text, size_t len, uid_t uid, struct kh_index *ix)
 	size_t i;
 	int rc = -1;
 
-	if (doc == NULL || !json_is_object(doc) || json_object_size(doc) != 4 ||
+	if (doc == NULL || !json_is_object(doc))
+		goto out;
+	if (get_int(doc, "v", KH_INDEX_VERSION, KH_INDEX_VERSION, &v) != 0 &&
+	    json_is_integer(json_object_get(doc, "v"))) {
+		rc = 1;
+		goto out;
+	}
+	if (json_object_size(doc) != 5 ||
 	    get_int(doc, "v", KH_INDEX_VERSION, KH_INDEX_VERSION, &v) != 0 ||
 	    get_int(doc, "uid", uid, uid, &v) != 0 ||
-	    get_str(doc, "user", ix->user, sizeof(ix->user)) != 0)
+	    get_str(doc, "user", ix->user, sizeof(ix->user)) != 0 ||
+	    get_int(doc, "logins", 0, 1000000, &v) != 0)
 		goto out;
+	ix->logins = (unsigned)v;
 	keys = json_object_get(doc, "keys");
 	if (!json_is_array(keys) || json_array_size(keys) > KH_INDEX_MAX_ENTRIES)
 		goto out;
@@ -241,6 +248,13 @@ kh_index_load(uid_t uid, struct kh_index *ix, kh_error *err)
 		return rc;
 	rc = decode_index(text, len, uid, ix);
 	free(text);
+	if (rc == 1) {
+		/* Written by another version of kubehsm since boot: its keys
+		 * still end at their expiry; this index starts over. */
+		kh_index_clear(ix);
+		ix->uid = uid;
+		return 0;
+	}
 	if (rc != 0) {
 		kh_index_clear(ix);
 		ix->uid = uid;
@@ -259,16 +273,17 @@ encode_index(const struct kh_index *ix)
 	size_t i;
 
 	keys = json_array();
-	doc = json_pack("{s:i, s:I, s:s, s:o}", "v", KH_INDEX_VERSION,
-			"uid", (json_int_t)ix->uid, "user", ix->user, "keys", keys);
+	doc = json_pack("{s:i, s:I, s:s, s:i, s:o}", "v", KH_INDEX_VERSION,
+			"uid", (json_int_t)ix->uid, "user", ix->user,
+			"logins", (int)ix->logins, "keys", keys);
 	if (doc == NULL)
 		return NULL;
 	for (i = 0; i < ix->n; i++) {
 		const struct kh_index_entry *e = &ix->e[i];
-		json_t *k = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I}",
+		json_t *k = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I}",
 				      "kind", kh_index_kind_name(e->kind),
 				      "issuer", e->issuer, "scope", kh_scope_name(e->scope),
-				      "serial", (int)e->serial, "logins", (int)e->logins,
+				      "serial", (int)e->serial,
 				      "created", (json_int_t)e->created,
 				      "expires", (json_int_t)e->expires);
 
@@ -307,7 +322,7 @@ kh_index_save(const struct kh_index *ix, kh_error *err)
 	if (index_path(ix->uid, "", path, sizeof(path), err) != 0 ||
 	    index_path(ix->uid, ".new", tmp, sizeof(tmp), err) != 0)
 		return -1;
-	if (ix->n == 0) {
+	if (ix->n == 0 && ix->logins == 0) {
 		if (unlink(path) != 0 && errno != ENOENT)
 			return kh_fail(err, KH_ERR_INTERNAL, "cannot remove %s: %s", path,
 				       strerror(errno));

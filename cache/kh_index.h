@@ -4,8 +4,8 @@
  * A user may link their record into any keyring of theirs, unlink it from
  * the user keyring, or keep it alive in a tmux server's session keyring;
  * and root cannot even see a record it handed over.  So root remembers
- * what it issued — key serial, kind, issuer, scope, expiry, login count —
- * in KH_RUNDIR/index/<uid>.json (root-only, on tmpfs, gone at reboot like
+ * what it issued — key serial, kind, issuer, scope, expiry — and how many
+ * logins of the uid are open, in KH_RUNDIR/index/<uid>.json (root-only, on tmpfs, gone at reboot like
  * the keys themselves).  Revocation, logout accounting and the admin views
  * act on those serials, wherever the keys were linked.
  *
@@ -42,11 +42,15 @@ struct kh_index_entry {
 struct kh_index {
 	uid_t uid;
 	char user[256];           /* the account the keys were issued to */
+	unsigned logins;          /* open PAM sessions of the uid through
+				   * pam_kubehsm, minting or not: a scope-user
+				   * record lives while one is open */
 	struct kh_index_entry *e;
 	size_t n;
 };
 
-/* Load uid's index; a missing file is an empty index.  0 or -1. */
+/* Load uid's index; a missing file, or one of another format version (an
+ * upgrade without a reboot), is an empty index.  0 or -1. */
 int kh_index_load(uid_t uid, struct kh_index *ix, kh_error *err);
 
 /* Write it back atomically (an empty index removes the file).  0 or -1. */

@@ -29,7 +29,6 @@
 #define KH_RECORD_KIND      "kubehsm-session"
 #define KH_NAME_MAX         256     /* user names, kube names, groups */
 #define KH_URI_MAX          1024
-#define KH_LOGINS_MAX       100000
 
 static const char *const record_fields[] = {
 	"kind", "v", "uid", "user", "issuer", "scope", "kube_user", "groups",
@@ -122,7 +121,7 @@ record_shape_ok(const struct kh_record *rec, kh_error *err)
 			return kh_fail(err, KH_ERR_INPUT, "invalid group name");
 	if (rec->expires <= rec->created)
 		return kh_fail(err, KH_ERR_INPUT, "session expires before it is created");
-	if (rec->logins < 1 || rec->logins > KH_LOGINS_MAX)
+	if (rec->logins > KH_LOGINS_MAX)
 		return kh_fail(err, KH_ERR_INPUT, "login count out of range");
 	return 0;
 }
@@ -335,7 +334,7 @@ decode_fields(json_t *doc, struct kh_record *rec, kh_error *err)
 	if (get_int(doc, "uid", 0, (json_int_t)UINT32_MAX - 1, &uid, err) != 0 ||
 	    get_int(doc, "created", 0, INT64_MAX, &created, err) != 0 ||
 	    get_int(doc, "expires", 0, INT64_MAX, &expires, err) != 0 ||
-	    get_int(doc, "logins", 1, KH_LOGINS_MAX, &logins, err) != 0)
+	    get_int(doc, "logins", 0, KH_LOGINS_MAX, &logins, err) != 0)
 		return -1;
 	rec->uid = (uid_t)uid;
 	rec->created = created;

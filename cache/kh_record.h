@@ -30,6 +30,7 @@
 #define KH_RECORD_MAX_GROUPS 64
 #define KH_ISSUER_ID_MAX  32     /* issuer ids appear in key descriptions */
 #define KH_DESC_MAX       96     /* longest key description kubehsm uses */
+#define KH_LOGINS_MAX     100000
 
 struct kh_record {
 	int version;
@@ -46,7 +47,8 @@ struct kh_record {
 	char *token_uri;         /* PKCS#11 URI of the user's token key */
 	int64_t created;         /* unix seconds */
 	int64_t expires;         /* unix seconds; also the kernel timeout */
-	unsigned logins;         /* open logins sharing this record (scope user) */
+	unsigned logins;         /* open logins of the uid (scope user); 0: not
+				  * tied to a login, it ends at its expiry */
 };
 
 /* Serialise. *out is NUL-terminated, *len excludes the NUL; wipe with

@@ -173,7 +173,7 @@ out:
 static int
 seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	    const struct kh_policy *policy, const struct kh_issuer *is,
-	    const struct kh_pam_login *l, int32_t *serial)
+	    const struct kh_pam_login *l, enum kh_login_kind kind, int32_t *serial)
 {
 	struct kh_record *rec = calloc(1, sizeof(*rec));
 	kh_error err = { 0 };
@@ -202,7 +202,8 @@ seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		}
 	if (mint_record(policy, is, l, rec, &err) != 0)
 		goto out;
-	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, serial, &err) != 0)
+	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, kind, serial,
+			   &err) != 0)
 		goto out;
 	kh_pam_debug(pamh, opts, "user '%s': issuer %s: session cached until %lld (logins %u)",
 		     l->user, issuer_name(is), (long long)rec->expires, rec->logins);
@@ -218,28 +219,21 @@ out:
 	return rc;
 }
 
-/* What one open_session stored, for its close_session. */
+/* What one open_session did, for its close_session. */
 struct opened {
 	uid_t uid;
 	char *user;
-	enum kh_scope scope;
+	bool counted;           /* counted as one of the uid's logins */
 	bool revoke_on_logout;
 	size_t n;
-	struct {
-		char *issuer_id;
-		int32_t serial;
-	} issued[];
+	int32_t serials[];      /* the records it minted */
 };
 
 static void
 opened_free(struct opened *o)
 {
-	size_t i;
-
 	if (o == NULL)
 		return;
-	for (i = 0; i < o->n; i++)
-		free(o->issued[i].issuer_id);
 	free(o->user);
 	free(o);
 }
@@ -253,29 +247,64 @@ opened_cleanup(pam_handle_t *pamh, void *data, int error_status)
 }
 
 static struct opened *
-opened_new(const struct kh_pam_login *l, const struct kh_policy *policy)
+opened_new(uid_t uid, const char *user, bool revoke_on_logout, size_t nissuers)
 {
-	struct opened *o = calloc(1, sizeof(*o) + policy->nissuers * sizeof(o->issued[0]));
+	struct opened *o = calloc(1, sizeof(*o) + nissuers * sizeof(o->serials[0]));
 
 	if (o == NULL)
 		return NULL;
-	o->uid = l->uid;
-	o->scope = policy->session.scope;
-	o->revoke_on_logout = policy->session.revoke_on_logout;
-	if ((o->user = strdup(l->user)) == NULL) {
+	o->uid = uid;
+	o->revoke_on_logout = revoke_on_logout;
+	if ((o->user = strdup(user)) == NULL) {
 		free(o);
 		return NULL;
 	}
 	return o;
 }
 
+/* Keep o for close_session (the handle owns it from here). */
 static int
-opened_add(struct opened *o, const char *issuer_id, int32_t serial)
+opened_save(pam_handle_t *pamh, struct opened *o)
 {
-	if ((o->issued[o->n].issuer_id = strdup(issuer_id)) == NULL)
-		return -1;
-	o->issued[o->n++].serial = serial;
-	return 0;
+	if (!o->counted && o->n == 0) {
+		opened_free(o);
+		return PAM_SUCCESS;
+	}
+	if (pam_set_data(pamh, KH_PAM_DATA_SESSION, o, opened_cleanup) != PAM_SUCCESS) {
+		opened_free(o);
+		return PAM_BUF_ERR;
+	}
+	return PAM_SUCCESS;
+}
+
+/* A login that mints nothing still counts: the uid's kube session, made
+ * by another login or by `kubehsm login` inside this one, lives until the
+ * uid's last login closes.  Never fails the login. */
+static int
+count_only(pam_handle_t *pamh, const struct kh_pam_opts *opts)
+{
+	struct kh_policy *policy;
+	struct opened *o;
+	const char *user;
+	kh_error err = { 0 };
+	uid_t uid;
+	gid_t gid;
+
+	if (opts->join || kh_pam_get_user(pamh, &user, &uid, &gid) != PAM_SUCCESS)
+		return PAM_IGNORE;
+	policy = kh_pam_load_policy(pamh, opts);
+	if (policy == NULL)
+		return PAM_IGNORE;
+	o = opened_new(uid, user, policy->session.revoke_on_logout, 0);
+	kh_policy_free(policy);
+	if (o == NULL)
+		return PAM_IGNORE;
+	if (kh_cache_login_count(uid, user, &err) != 0)
+		kh_pam_log_fail(pamh, user, "login accounting", &err);
+	else
+		o->counted = true;
+	(void)opened_save(pamh, o);
+	return PAM_IGNORE;
 }
 
 /* The user PAM_USER names now must be the one that authenticated. */
@@ -302,10 +331,11 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 {
 	struct kh_policy *policy;
 	struct opened *o = NULL;
+	kh_error err = { 0 };
 	int rc;
 
 	if (!same_user(pamh, l))
-		return PAM_IGNORE;
+		return count_only(pamh, opts);
 	policy = kh_pam_load_policy(pamh, opts);
 	if (policy == NULL)
 		return PAM_SESSION_ERR;
@@ -314,32 +344,36 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		pam_info(pamh, "kubehsm: caching kube credentials is not allowed for "
 			 "this login");
 		kh_policy_free(policy);
-		return PAM_IGNORE;
+		return count_only(pamh, opts);
 	}
-	if (rc < 0 || (o = opened_new(l, policy)) == NULL) {
+	if (rc < 0 || (o = opened_new(l->uid, l->user, policy->session.revoke_on_logout,
+				      policy->nissuers)) == NULL) {
 		kh_policy_free(policy);
 		return rc < 0 ? PAM_SESSION_ERR : PAM_BUF_ERR;
 	}
 	rc = PAM_SUCCESS;
 	for (size_t i = 0; i < policy->nissuers; i++) {
-		const struct kh_issuer *is = &policy->issuers[i];
+		/* This login counts once, with the first record it mints. */
+		enum kh_login_kind kind = opts->join || o->counted ? KH_LOGIN_JOIN : KH_LOGIN_NEW;
 		int32_t serial = 0;
 
-		if (seed_issuer(pamh, opts, policy, is, l, &serial) != 0)
+		if (seed_issuer(pamh, opts, policy, &policy->issuers[i], l, kind, &serial) != 0) {
 			rc = PAM_SESSION_ERR;
-		else if (opened_add(o, is->id, serial) != 0)
-			rc = PAM_BUF_ERR;
+			continue;
+		}
+		o->serials[o->n++] = serial;
+		o->counted = o->counted || kind == KH_LOGIN_NEW;
 	}
 	kh_policy_free(policy);
-	if (o->n == 0) {
-		opened_free(o);
-		return rc;
+	if (!o->counted && !opts->join) {
+		if (kh_cache_login_count(l->uid, l->user, &err) != 0)
+			kh_pam_log_fail(pamh, l->user, "login accounting", &err);
+		else
+			o->counted = true;
 	}
 	/* close_session undoes exactly this. */
-	if (pam_set_data(pamh, KH_PAM_DATA_SESSION, o, opened_cleanup) != PAM_SUCCESS) {
-		opened_free(o);
-		return PAM_BUF_ERR;
-	}
+	if (opened_save(pamh, o) != PAM_SUCCESS)
+		rc = PAM_BUF_ERR;
 	return rc;
 }
 
@@ -359,7 +393,7 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 			user = "?";
 		pam_syslog(pamh, LOG_NOTICE, "user '%s': no kubehsm authentication in this "
 			   "login; no kube credentials cached", (const char *)user);
-		return PAM_IGNORE;
+		return count_only(pamh, opts);
 	}
 	rc = open_for(pamh, opts, l);
 	kh_pam_login_free(stashed);
@@ -371,28 +405,22 @@ kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 {
 	const void *data = NULL;
 	const struct opened *o;
-	int rc = PAM_SUCCESS;
+	kh_error err = { 0 };
+	int r;
 
 	if (pam_get_data(pamh, KH_PAM_DATA_SESSION, &data) != PAM_SUCCESS || data == NULL) {
-		kh_pam_debug(pamh, opts, "close_session: this handle cached nothing");
+		kh_pam_debug(pamh, opts, "close_session: this handle opened nothing");
 		return PAM_IGNORE;
 	}
 	o = data;
-	for (size_t i = 0; i < o->n; i++) {
-		kh_error err = { 0 };
-		int r = kh_cache_logout(o->uid, o->user, o->issued[i].issuer_id, o->scope,
-					o->issued[i].serial, o->revoke_on_logout, &err);
-
-		if (r < 0) {
-			kh_pam_log_fail(pamh, o->user, "logout", &err);
-			rc = PAM_SESSION_ERR;
-		} else {
-			kh_pam_debug(pamh, opts, "user '%s': issuer %s: %s", o->user,
-				     o->issued[i].issuer_id[0] ? o->issued[i].issuer_id : "(default)",
-				     r == 1 ? "session ended" : "session kept");
-		}
-	}
+	r = o->counted ? kh_cache_logout(o->uid, o->user, o->serials, o->n,
+					 o->revoke_on_logout, &err) : 0;
+	if (r < 0)
+		kh_pam_log_fail(pamh, o->user, "logout", &err);
+	else
+		kh_pam_debug(pamh, opts, "user '%s': %s", o->user,
+			     r == 1 ? "kube session ended" : "kube session kept");
 	/* Done once: a second close_session of this handle does nothing. */
 	(void)pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);
-	return rc;
+	return r < 0 ? PAM_SESSION_ERR : PAM_SUCCESS;
 }

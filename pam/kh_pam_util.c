@@ -42,6 +42,8 @@ kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 			opts->debug = true;
 		else if (strcmp(a, "no_cache") == 0)
 			opts->no_cache = true;
+		else if (strcmp(a, "join") == 0)
+			opts->join = true;
 		else if (strncmp(a, "config=", 7) == 0 && a[7] == '/')
 			opts->config = a + 7;
 		else {

@@ -29,6 +29,8 @@ struct kh_pam_opts {
 	bool try_first_pass;
 	bool debug;
 	bool no_cache;
+	bool join;              /* the session joins the uid's open logins
+				 * instead of being one (kubehsm login) */
 	const char *config;     /* points into argv or at KH_DEFAULT_CONFIG */
 };
 

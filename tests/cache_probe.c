@@ -1,12 +1,16 @@
 /*
  * cache_probe — drive the keyring cache from integration tests.
  *
- *   cache_probe login  UID USER SCOPE TTL [options]   root: kh_cache_login,
- *                                                     prints the record's serial
+ *   cache_probe login  UID USER SCOPE TTL [options]   root: kh_cache_login (a new
+ *                                                     login; --join: joins), prints
+ *                                                     the record's serial
  *   cache_probe store  UID USER SCOPE TTL [options]   root: kh_cache_store (same)
- *   cache_probe logout UID SCOPE [--keep] [--issuer ID] [--user NAME] [--serial N]
- *                                                     root: kh_cache_logout (USER
- *                                                     defaults to UID's account)
+ *   cache_probe count  UID USER                       root: kh_cache_login_count
+ *   cache_probe logout UID [--keep] [--user NAME] [--serial N]...
+ *                                                     root: kh_cache_logout of one
+ *                                                     login (USER defaults to UID's
+ *                                                     account; --serial: the scope-
+ *                                                     session records it minted)
  *   cache_probe find   [--issuer ID] [--pause|--hold] the caller's record;
  *                                                     pause after (or hold
  *                                                     before) freeing it
@@ -46,8 +50,10 @@
 
 struct opts {
 	const char *issuer, *pin, *chain, *key, *token_cert, *groups, *user;
-	long expires_in, serial;
-	int pause, hold, keep, ids;
+	long expires_in;
+	int pause, hold, keep, ids, join;
+	int32_t serials[8];
+	size_t nserials;
 };
 
 static char *
@@ -82,6 +88,7 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		if (strcmp(argv[i], "--hold") == 0) { o->hold = 1; continue; }
 		if (strcmp(argv[i], "--keep") == 0) { o->keep = 1; continue; }
 		if (strcmp(argv[i], "--ids") == 0) { o->ids = 1; continue; }
+		if (strcmp(argv[i], "--join") == 0) { o->join = 1; continue; }
 		if (i + 1 >= argc)
 			return -1;
 		if (strcmp(argv[i], "--issuer") == 0) o->issuer = argv[++i];
@@ -92,7 +99,8 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		else if (strcmp(argv[i], "--groups") == 0) o->groups = argv[++i];
 		else if (strcmp(argv[i], "--expires-in") == 0) o->expires_in = atol(argv[++i]);
 		else if (strcmp(argv[i], "--user") == 0) o->user = argv[++i];
-		else if (strcmp(argv[i], "--serial") == 0) o->serial = atol(argv[++i]);
+		else if (strcmp(argv[i], "--serial") == 0 && o->nserials < 8)
+			o->serials[o->nserials++] = (int32_t)atol(argv[++i]);
 		else return -1;
 	}
 	return 0;
@@ -275,8 +283,10 @@ main(int argc, char **argv)
 		int32_t serial = 0;
 
 		rec = build_record(argv, &o);
-		rc = strcmp(argv[1], "login") == 0 ? kh_cache_login(rec, o.pin, &serial, &err)
-						   : kh_cache_store(rec, o.pin, &serial, &err);
+		rc = strcmp(argv[1], "login") == 0
+			? kh_cache_login(rec, o.pin, o.join ? KH_LOGIN_JOIN : KH_LOGIN_NEW,
+					 &serial, &err)
+			: kh_cache_store(rec, o.pin, &serial, &err);
 		kh_record_free(rec);
 		print_ids(&o);
 		if (rc != 0)
@@ -285,18 +295,23 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "logout") == 0) {
-		if (argc < 4 || parse_opts(argc, argv, 4, &o) != 0)
+		if (argc < 3 || parse_opts(argc, argv, 3, &o) != 0)
 			return 2;
 		uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
 		const struct passwd *pw = o.user ? NULL : getpwuid(uid);
 
-		rc = kh_cache_logout(uid, o.user ? o.user : pw ? pw->pw_name : "?", o.issuer,
-				     strcmp(argv[3], "session") == 0 ? KH_SCOPE_SESSION : KH_SCOPE_USER,
-				     (int32_t)o.serial, !o.keep, &err);
+		rc = kh_cache_logout(uid, o.user ? o.user : pw ? pw->pw_name : "?",
+				     o.serials, o.nserials, !o.keep, &err);
 		print_ids(&o);
 		if (rc < 0)
 			return fail(&err);
 		printf(rc == 1 ? "removed\n" : "kept\n");
+		return 0;
+	}
+	if (strcmp(argv[1], "count") == 0 && argc == 4) {
+		if (kh_cache_login_count((uid_t)strtoul(argv[2], NULL, 10), argv[3], &err) != 0)
+			return fail(&err);
+		printf("counted\n");
 		return 0;
 	}
 	if (strcmp(argv[1], "find") == 0) {

@@ -91,11 +91,11 @@ like "$out" "logins=2 " "a second login of alice replaces the record and counts 
 n=$(as_user "$alice" keyctl rlist @u | tr ' ' '\n' | while read -r k; do
 	as_user "$alice" keyctl rdescribe "$k" 2>/dev/null; echo; done | grep -c ';kubehsm:session:v1$')
 is "$n" 1 "still exactly one record in alice's keyring"
-run "$PROBE" logout "$A" user
+run "$PROBE" logout "$A"
 is "$out" "kept" "closing one of two logins keeps the session"
 run as_user "$alice" "$PROBE" find
 like "$out" "logins=1 " "and counts one login left"
-run "$PROBE" logout "$A" user
+run "$PROBE" logout "$A"
 is "$out" "removed" "closing the last login removes the session"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss revoked" "alice is told her session was ended"
@@ -194,8 +194,8 @@ run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
 like "$out" "^ok uid=$A " "a session-scope record is served inside its login"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss (absent|revoked)" "and is invisible from another login of the same user"
-run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
-	'$PROBE' logout $A session && setpriv --reuid=$A --regid=$(id -g "$alice") --init-groups '$PROBE' find"
+run keyctl session - bash -c "S=\$('$PROBE' store $A $alice session 600 ${MAT[*]}) &&
+	'$PROBE' logout $A --serial \$S && setpriv --reuid=$A --regid=$(id -g "$alice") --init-groups '$PROBE' find"
 like "$out" "^removed" "closing a session-scope login removes its record"
 like "$out" "miss (revoked|absent)" "after which it is not served inside that login either"
 
@@ -214,13 +214,17 @@ run as_user "$alice" "$PROBE" pin
 isnt "$rc" 0 "a login without cache_pin removes the earlier PIN key"
 
 # --- concurrent writers ------------------------------------------------------
+# The count is of alice's open logins: the sections above opened some and
+# never closed them, so read where it stands first.
 "$PROBE" revoke "$A" >/dev/null
+"$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >/dev/null
+L=$(as_user "$alice" "$PROBE" find | sed -n 's/.* logins=\([0-9]*\) .*/\1/p')
 for i in $(seq 1 50); do "$PROBE" login "$A" "$alice" user 600 "${MAT[@]}" >"$KH_TMP/c$i.out" 2>&1 & done
 wait
 fails=$(cat "$KH_TMP"/c*.out | grep -c error || true)
 is "$fails" 0 "50 concurrent logins all succeed"
 run as_user "$alice" "$PROBE" find
-like "$out" "^ok uid=$A user=$alice logins=50 " "they leave one valid record that counted all 50"
+like "$out" "^ok uid=$A user=$alice logins=$((L + 50)) " "they leave one valid record that counted all 50 (from $L)"
 n=$(as_user "$alice" keyctl rlist @u | tr ' ' '\n' | while read -r k; do
 	as_user "$alice" keyctl rdescribe "$k" 2>/dev/null; echo; done | grep -c ';kubehsm:session:v1$')
 is "$n" 1 "exactly one record key remains"
@@ -275,12 +279,38 @@ like "$out" "^miss (revoked|absent)" "and root's revoke, run outside that login,
 # --- the writer never changes its host's ids ---------------------------------
 # su runs with the caller's real uid and effective uid 0.  Storing and
 # ending a session in such a process must leave every id as it was.
-run setpriv --ruid="$B" --euid=0 "$PROBE" login "$A" "$alice" user 600 --ids "${MAT[@]}"
+make_user carol
+C=$(uid_of "$carol")
+run setpriv --ruid="$B" --euid=0 "$PROBE" login "$C" "$carol" user 600 --ids "${MAT[@]}"
 like "$out" "^ids $B 0 0 / 0 0 0$" "login in an su-like process (real uid bob, effective root): ids unchanged"
-run setpriv --ruid="$B" --euid=0 "$PROBE" logout "$A" user --ids
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol logins=1 " "the session it stored is carol's"
+run setpriv --ruid="$B" --euid=0 "$PROBE" logout "$C" --ids
 like "$out" "^ids $B 0 0 / 0 0 0$" "logout in an su-like process: ids unchanged"
-run as_user "$alice" "$PROBE" find
-like "$out" "^miss revoked" "and the session it stored and ended really went"
+run as_user "$carol" "$PROBE" find
+like "$out" "^miss revoked" "and the session it ended really went"
+
+# --- every login counts, minting or not ------------------------------------
+# A login without a token (password, cron) keeps the uid's session alive;
+# a record minted inside a login (kubehsm login: --join) counts no login.
+run "$PROBE" count "$C" "$carol"
+is "$out" "counted" "a login of carol that minted nothing is counted"
+"$PROBE" login "$C" "$carol" user 600 --join "${MAT[@]}" >/dev/null
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol logins=1 " "a record minted inside it joins that one login"
+"$PROBE" login "$C" "$carol" user 600 "${MAT[@]}" >/dev/null
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol logins=2 " "a token login on top counts two"
+run "$PROBE" logout "$C"
+is "$out" "kept" "the token login closes: the session stays for the other login"
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol logins=1 " "and counts one"
+run "$PROBE" logout "$C"
+is "$out" "removed" "the last login, which minted nothing, closes: the session ends"
+run "$PROBE" login "$C" "$carol" user 600 --join "${MAT[@]}"
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol logins=0 " \
+	"a record minted with no login open counts none (it ends at its expiry)"
 
 # --- quota -------------------------------------------------------------------
 before=$(as_user "$alice" "$PROBE" find)

@@ -109,7 +109,7 @@ token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
 	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
 		/token flags/ && cur == l { print; exit }'; }
 
-plan 29
+plan 33
 
 # --- right PIN: a record that chains to the issuer CA --------------------
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
@@ -137,16 +137,26 @@ unlike "$(keyctl rdescribe "$(as_user "$ALICE" keyctl search @u user kubehsm:ses
 	"^user;0;" "the record is not owned by root"
 
 # --- another login, then logouts -----------------------------------------
+# Root counts the uid's open logins.  pamtester holds one login per run; the
+# first login above was opened and never closed, so it still counts.
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
 is "$rc:$(logins "$ALICE")" "0:1" "a second login's close_session keeps the first login's record"
-# The first pamtester exited without close_session: close its login now.
-pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
-pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
 is "$(logins "$ALICE")" 2 "login counting: open logins are counted"
-as_user "$ALICE" sh -c 'keyctl unlink $(keyctl search @u user kubehsm:session:v1) @u' >/dev/null 2>&1
+# A login without a token counts too (its close must not end the session).
+{ echo "session required pam_permit.so"; echo "session optional $PAM_KUBEHSM config=$CONF"; } >"$SVCFILE-pw"
+pt "$SVC-pw" "$ALICE" "" open_session
+is "$(logins "$ALICE")" 3 "a login that minted nothing is counted as well"
+# End the two logins pamtester left open, as their login programs would.
+"$KH_BUILDDIR/tests/cache_probe" logout "$(uid_of "$ALICE")" >/dev/null
+"$KH_BUILDDIR/tests/cache_probe" logout "$(uid_of "$ALICE")" >/dev/null
+is "$(logins "$ALICE")" 1 "two logins close: one left"
+pt "$SVC-pw" "$ALICE" "" open_session close_session
+is "$(logins "$ALICE")" 1 "a login without a token opens and closes: the session is untouched"
+"$KH_BUILDDIR/tests/cache_probe" logout "$(uid_of "$ALICE")" >/dev/null
+is "$(logins "$ALICE")" none "logout of the last login removes the record"
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session close_session
-is "$rc:$(logins "$ALICE")" "0:none" "logout of the last login removes the record"
+is "$rc:$(logins "$ALICE")" "0:none" "a login opened and closed alone leaves no record"
 
 # --- wrong PIN: PAM_AUTH_ERR, exactly one attempt --------------------------
 : >"$SHIMLOG"

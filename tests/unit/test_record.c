@@ -128,7 +128,7 @@ test_encode_refuses_bad_records(void **state)
 	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
 	r = sample(); r.expires = r.created;
 	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
-	r = sample(); r.logins = 0;
+	r = sample(); r.logins = KH_LOGINS_MAX + 1;
 	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
 	for (i = 0; i <= KH_RECORD_MAX_GROUPS; i++)
 		many[i] = "g";
@@ -376,7 +376,7 @@ test_decode_refuses_forged_fields(void **state)
 	expect_refused_field("created", json_integer(-5), "created before 1970");
 	expect_refused_field("expires", json_integer(1600000000), "expiring before creation");
 	expect_refused_field("expires", json_string("tomorrow"), "with a string expiry");
-	expect_refused_field("logins", json_integer(0), "with zero logins");
+	expect_refused_field("logins", json_integer(-1), "with negative logins");
 	expect_refused_field("logins", json_integer(1000000), "with absurd logins");
 	expect_refused_field("pin", json_string("123456"), "carrying a PIN field");
 	expect_refused_field("extra", json_integer(1), "with an unknown field");
