@@ -196,6 +196,23 @@ batch_linked(const struct batch *b, size_t i, enum kh_scope scope, kh_error *err
 				     : "linking into the user keyring");
 }
 
+/* Did operation i (a GUARD) succeed?  A keyring we cannot close to
+ * possessors of other uids is no place for a record. */
+static int
+batch_guarded(const struct batch *b, size_t i, enum kh_scope scope, kh_error *err)
+{
+	const struct kh_keyop_result *r = kh_keyop_result_of(b->res, b->nres, i);
+
+	if (r != NULL && r->err == 0)
+		return 0;
+	if (r != NULL && r->err == EPERM && scope == KH_SCOPE_SESSION)
+		return kh_fail(err, KH_ERR_PERM, "the login's session keyring is not the user's "
+			       "(put 'session optional pam_keyinit.so force revoke' before "
+			       "pam_kubehsm in the session stack)");
+	return kh_cache_keyring_fail(err, r != NULL ? r->err : EIO,
+				     "closing the destination keyring to other uids");
+}
+
 /* How many of the batch's INVALIDATE/DROP operations removed a key. */
 static int
 batch_removed(const struct batch *b)
@@ -290,7 +307,7 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 	char desc[KH_DESC_MAX], pin_desc[KH_DESC_MAX], ended_desc[KH_DESC_MAX];
 	key_serial_t ring = dest_ring(rec->scope), key, pin_key = -1;
 	char *payload = NULL;
-	size_t len = 0, link_rec, link_pin = SIZE_MAX, i;
+	size_t len = 0, link_rec, link_pin = SIZE_MAX, guard, i;
 	bool *superseded = NULL;
 	struct batch *b = NULL;
 	long timeout;
@@ -324,6 +341,8 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 	if (pin_do == PIN_SET && (pin_key = stage_key(b, pin_desc, pin, strlen(pin),
 						      timeout, err)) < 0)
 		goto out;
+	/* First make the destination hold on to what it gets. */
+	guard = batch_op(b, KH_KEYOP_GUARD, 0, ring, NULL);
 	link_rec = batch_op(b, KH_KEYOP_LINK, key, ring, NULL);
 	if (pin_key > 0)
 		link_pin = batch_op(b, KH_KEYOP_LINK, pin_key, ring, NULL);
@@ -346,7 +365,8 @@ store_locked(struct kh_index *ix, const struct kh_record *rec, enum pin_action p
 	(void)batch_op(b, KH_KEYOP_DROP, 0, ring, ended_desc);
 	if (pin_do == PIN_DROP)
 		(void)batch_op(b, KH_KEYOP_DROP, 0, ring, pin_desc);
-	if (batch_run(b, err) != 0 || batch_linked(b, link_rec, rec->scope, err) != 0 ||
+	if (batch_run(b, err) != 0 || batch_guarded(b, guard, rec->scope, err) != 0 ||
+	    batch_linked(b, link_rec, rec->scope, err) != 0 ||
 	    (link_pin != SIZE_MAX && batch_linked(b, link_pin, rec->scope, err) != 0))
 		goto out;
 

@@ -95,6 +95,29 @@ child_send(int fd, uint32_t op, int err, key_serial_t key, uid_t owner,
 	return 0;
 }
 
+/* Owner and permissions from a "keyring;uid;gid;perm;description" text. */
+static int
+child_parse_keyring(const char *text, uid_t *owner, key_perm_t *perm)
+{
+	char *end;
+	unsigned long v;
+
+	if (strncmp(text, "keyring;", 8) != 0)
+		return -1;
+	v = strtoul(text + 8, &end, 10);
+	if (end == text + 8 || *end != ';' || v > UINT32_MAX)
+		return -1;
+	*owner = (uid_t)v;
+	end = strchr(end + 1, ';');
+	if (end == NULL)
+		return -1;
+	v = strtoul(end + 1, &end, 16);
+	if (*end != ';' || v > UINT32_MAX)
+		return -1;
+	*perm = (key_perm_t)v;
+	return 0;
+}
+
 /* describe `key` into owner/perm/desc; errno-style result. */
 static int
 child_describe_key(key_serial_t key, uid_t *owner, key_perm_t *perm, char *desc,
@@ -192,6 +215,33 @@ child_scan_op(int fd, size_t i, const struct kh_keyop *op, uid_t self)
 	return 0;
 }
 
+/* GUARD: possessors keep view/read/search/link of the ring, nothing more;
+ * its owner gets everything (a session keyring's owner bits lack write by
+ * default, which its processes had only through possession). */
+static int
+child_guard_op(int fd, size_t i, key_serial_t ring, uid_t self)
+{
+	char text[512];
+	key_perm_t perm = 0, want;
+	uid_t owner;
+	long n = keyctl_describe(ring, text, sizeof(text));
+	int e = 0;
+
+	if (n < 0)
+		e = errno;
+	else if ((size_t)n > sizeof(text) || child_parse_keyring(text, &owner, &perm) != 0)
+		e = EINVAL;
+	else if (owner != self)
+		e = EPERM;   /* not the user's: never re-permission another's keyring */
+	if (e == 0) {
+		want = (perm & ~(key_perm_t)(KEY_POS_WRITE | KEY_POS_SETATTR)) | KEY_USR_ALL;
+		if (want != perm && keyctl_setperm(ring, want) != 0)
+			e = errno;
+		perm = want;
+	}
+	return child_send(fd, (uint32_t)i, e, ring, self, perm, NULL, NULL, 0);
+}
+
 static int
 child_run_op(int fd, size_t i, const struct kh_keyop *op, uid_t self)
 {
@@ -211,6 +261,8 @@ child_run_op(int fd, size_t i, const struct kh_keyop *op, uid_t self)
 	case KH_KEYOP_SCAN:
 	case KH_KEYOP_DROP:
 		return child_scan_op(fd, i, op, self);
+	case KH_KEYOP_GUARD:
+		return child_guard_op(fd, i, op->ring, self);
 	}
 	return child_send(fd, (uint32_t)i, EINVAL, 0, 0, 0, NULL, NULL, 0);
 }

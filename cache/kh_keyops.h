@@ -36,6 +36,12 @@ enum kh_keyop_kind {
 			       * starts with `desc`; read them if `read` */
 	KH_KEYOP_DROP,        /* invalidate the user's own keys directly in
 			       * `ring` described exactly `desc` */
+	KH_KEYOP_GUARD,       /* take write and setattr from whoever merely
+			       * possesses `ring` (the user, its owner, keeps
+			       * full rights): a process of another uid sharing
+			       * the login's session keyring possesses the user's
+			       * keyrings and could otherwise unlink or displace
+			       * what they hold */
 };
 
 struct kh_keyop {
@@ -46,7 +52,7 @@ struct kh_keyop {
 	bool read;
 };
 
-/* One answer: DESCRIBE, READ, LINK and INVALIDATE give exactly one each; SCAN and
+/* One answer: DESCRIBE, READ, LINK, INVALIDATE and GUARD give one each; SCAN and
  * DROP one per key they found. */
 struct kh_keyop_result {
 	size_t op;            /* index of the operation that produced it */

@@ -3,7 +3,8 @@
  * jansson's wipe-on-free hooks enabled only while inside the module.
  *
  * auth      kh_pam_authenticate (kh_pam_auth.c)
- * setcred   no work: minting happens in open_session (see kh_pam_session.c)
+ * setcred   no work (minting happens in open_session, see
+ *           kh_pam_session.c); answers what auth did, see setcred_result
  * session   kh_pam_open_session / kh_pam_close_session
  *
  * libp11 stays loaded once the module has been: libpam dlcloses the module
@@ -16,9 +17,11 @@
 #define PAM_SM_AUTH
 #define PAM_SM_SESSION
 #include <security/pam_modules.h>
+#include <security/pam_ext.h>
 
 #include "kh_json.h"
 #include "kh_pam_auth.h"
+#include "kh_pam_handoff.h"
 #include "kh_pam_util.h"
 #include "kh_pkcs11.h"
 
@@ -30,6 +33,26 @@ __attribute__((constructor)) static void
 pin_dependencies(void)
 {
 	(void)kh_p11_pin_library();
+}
+
+/*
+ * setcred's answer steers the auth stack's jumps a second time.  When auth
+ * ran in this process, libpam replays auth's answers and this one does not
+ * matter.  But sshd authenticates keyboard-interactive logins in a forked
+ * child and calls setcred in its monitor, where libpam walks the stack on
+ * live answers: PAM_IGNORE here would step into the next line — in the
+ * shipped stacks pam_faillock's authfail, [default=die] — and end every
+ * such login.  So say what auth did: success when this module authenticated
+ * the login (its result is in this handle, or its hand-off is waiting for
+ * open_session), else PAM_AUTHINFO_UNAVAIL, which the stacks route to the
+ * password path just as auth's answer for a user without a token was.
+ */
+static int
+setcred_result(pam_handle_t *pamh)
+{
+	if (kh_pam_login_get(pamh) != NULL || pam_getenv(pamh, KH_HANDOFF_ENV) != NULL)
+		return PAM_SUCCESS;
+	return PAM_AUTHINFO_UNAVAIL;
 }
 
 static int
@@ -47,7 +70,7 @@ dispatch(enum entry e, pam_handle_t *pamh, int flags, int argc, const char **arg
 			rc = kh_pam_authenticate(pamh, &opts);
 			break;
 		case SETCRED:
-			rc = kh_pam_login_get(pamh) ? PAM_SUCCESS : PAM_IGNORE;
+			rc = setcred_result(pamh);
 			break;
 		case OPEN:
 			rc = kh_pam_open_session(pamh, &opts);

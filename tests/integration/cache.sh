@@ -188,13 +188,20 @@ run as_user "$alice" env -u LOGNAME "$PROBE" find
 like "$out" "^ok uid=$A " "served without LOGNAME: the account database says $alice"
 
 # --- session scope ----------------------------------------------------------
+# A login's session keyring as pam_keyinit makes it: joined with the real
+# uid switched to the user, so the keyring is the user's (root stays the
+# effective uid; bash -p keeps it).  USERSES wraps a command in one.
 "$PROBE" revoke "$A" >/dev/null
-run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
+USERSES=(setpriv --ruid="$A" --euid=0 keyctl session -)
+run keyctl session - bash -c "'$PROBE' store $A $alice session 600 ${MAT[*]}"
+like "$err" "session keyring is not the user's.*pam_keyinit" \
+	"a session-scope record is refused where the login's session keyring is not the user's"
+run "${USERSES[@]}" bash -p -c "'$PROBE' store $A $alice session 600 ${MAT[*]} &&
 	setpriv --reuid=$A --regid=$(id -g "$alice") --init-groups '$PROBE' find"
 like "$out" "^ok uid=$A " "a session-scope record is served inside its login"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss (absent|revoked)" "and is invisible from another login of the same user"
-run keyctl session - bash -c "S=\$('$PROBE' store $A $alice session 600 ${MAT[*]}) &&
+run "${USERSES[@]}" bash -p -c "S=\$('$PROBE' store $A $alice session 600 ${MAT[*]}) &&
 	'$PROBE' logout $A --serial \$S && setpriv --reuid=$A --regid=$(id -g "$alice") --init-groups '$PROBE' find"
 like "$out" "^removed" "closing a session-scope login removes its record"
 like "$out" "miss (revoked|absent)" "after which it is not served inside that login either"
@@ -230,22 +237,28 @@ n=$(as_user "$alice" keyctl rlist @u | tr ' ' '\n' | while read -r k; do
 is "$n" 1 "exactly one record key remains"
 
 # --- another uid in the login's session keyring (sudo -u, su) ---------------
-# Root's `keyctl session -` stands in for a login's session keyring with
-# alice's user keyring linked in (pam_keyinit); bob's process shares it, as
-# `sudo -u bob` inside alice's login does, and so possesses her keyrings.
+# A login's session keyring as pam_keyinit makes it (USERSES), with alice's
+# user keyring linked in; bob's process shares it, as `sudo -u bob` inside
+# alice's login does, and so possesses her keyrings.
 "$PROBE" revoke "$A" >/dev/null
 GA=$(id -g "$alice"); GB=$(id -g "$bob")
-run keyctl session - bash -c "
+run "${USERSES[@]}" bash -p -c "
 	'$PROBE' login $A $alice user 600 ${MAT[*]} >/dev/null || exit 9
 	K=\$(setpriv --reuid=$A --regid=$GA --init-groups sh -c 'keyctl link @u @s && keyctl search @u user kubehsm:session:v1')
+	U=\$(setpriv --reuid=$A --regid=$GA --init-groups keyctl show @s | awk '/_uid\\.$A\$/ {print \$1}')
 	setpriv --reuid=$B --regid=$GB --init-groups sh -c \"
 		keyctl print \$K >/dev/null 2>&1 && echo bob-read
 		keyctl search @s user kubehsm:session:v1 >/dev/null 2>&1 && echo bob-search
 		keyctl invalidate \$K >/dev/null 2>&1 && echo bob-invalidate
+		keyctl unlink \$K \$U >/dev/null 2>&1 && echo bob-unlink
+		keyctl clear \$U >/dev/null 2>&1 && echo bob-clear
+		printf forged | keyctl padd user kubehsm:session:v1 \$U >/dev/null 2>&1 && echo bob-displace
 		printf forged | keyctl padd user kubehsm:session:v1 @s >/dev/null && echo bob-planted\"
 	setpriv --reuid=$A --regid=$GA --init-groups '$PROBE' find"
 unlike "$out" "bob-read|bob-search|bob-invalidate" \
 	"bob, possessing alice's keyrings, can neither read, search nor invalidate her record"
+unlike "$out" "bob-unlink|bob-clear|bob-displace" \
+	"nor unlink it from her user keyring, clear that keyring or displace the record there"
 like "$out" "bob-planted" "bob can plant a key of the record's name in the shared session keyring"
 like "$out" "^ok uid=$A user=$alice " "which neither is used nor hides alice's own record"
 
@@ -268,7 +281,7 @@ isnt "$rc" 0 "the record is gone although it was no longer in the user keyring (
 as_user "$alice" sh -c 'keyctl unlink $(keyctl search @u keyring kh-keep) @u' >/dev/null 2>&1
 
 # --- scope session: root lists and revokes it from outside the login --------
-run keyctl session - bash -c "
+run "${USERSES[@]}" bash -p -c "
 	S=\$('$PROBE' store $A $alice session 600 ${MAT[*]}) || exit 9
 	'$PROBE' list all | grep '^$A ' ; echo serial=\$S
 	'$PROBE' revoke $A >/dev/null
