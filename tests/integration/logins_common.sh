@@ -54,11 +54,15 @@ pki_policy "$CONF" "$HOST" module="$SHIM" || _logins_bail "policy"
 kubeapi_start "$PKI_DIR/issuerca.pem" || _logins_bail "nginx did not start"
 logins_asan
 
+# The stacks' pam_faillock keeps a tally per user name.
+forget_tally() { on_exit "rm -f '/var/run/faillock/$1'"; }
+
 # token_user VAR [PASSWORD]: a user with a token (label and CN = the name).
 token_user() {
 	local name
 	make_user "$1"
 	name=${!1}
+	forget_tally "$name"
 	pki_user_cert "$name" users --cn "$name" --o dev &&
 		pki_token_init "$name" "$PIN" &&
 		pki_token_import "$name" "$PIN" "$name" kube 01 || _logins_bail "token for $name"
@@ -69,6 +73,7 @@ token_user() {
 # plain_user VAR [PASSWORD]: a user without a token.
 plain_user() {
 	make_user "$1"
+	forget_tally "${!1}"
 	[ -z "${2:-}" ] || logins_passwd "${!1}" "$2"
 	write_kubeconfig "${!1}"
 }

@@ -9,6 +9,7 @@
 . "$KH_SRCDIR/tests/integration/logins_common.sh"
 
 token_user alice
+plain_user bob pw-bob-$$
 ssh_user_key "$alice"
 logins_pam "$SSHD_SERVICE" < <(logins_kubehsm_stack "$CONF" keyinit)
 sshd_start
@@ -124,9 +125,26 @@ login_close k1
 is "$rc" 0 "sshd publickey,keyboard-interactive: the login ends (exit status 0)"
 ended "$alice" "sshd publickey,keyboard-interactive, logout"
 
+# --- a user without a token: the password, over keyboard-interactive ---------
+ssh_argv "$bob" kbd
+c0=$(shim_logins)
+LOGIN_PASSWORD=pw-bob-$$ login_open b1 "${SSH_ARGV[@]}"
+ok $? "sshd keyboard-interactive: $bob (no token) logs in with his password" ||
+	diag "$(login_transcript b1 8)"
+login_run b1 "id -un; $KUBEHSM status"
+if [ "$rc" = 1 ] && [ "$(head -n 1 <<<"$out")" = "$bob" ] && grep -q '^No kube session' <<<"$out"; then
+	pass "$bob's login runs as $bob, without a kube session"
+else
+	fail "$bob's login runs as $bob, without a kube session"; diag "rc=$rc $out $err"
+fi
+is "$(shim_logins)" "$c0" "$bob has no token: no C_Login"
+login_close b1
+is "$rc" 0 "$bob's login ends (exit status 0)"
+
 # --- a wrong PIN costs exactly one token attempt per authentication ----------
-# The stack falls back to the password after a wrong PIN: that prompt gets
-# a wrong password, and the client gives up after one authentication.
+# The client gives up after one authentication (were the stack to ask for a
+# password after the wrong PIN, it would get a wrong one).  pam_faillock
+# counts both failures; its default limit (3) is not reached.
 ssh_argv "$alice" kbd
 c0=$(shim_logins)
 LOGIN_PIN=0000 LOGIN_PASSWORD=not-the-password login_once "${SSH_ARGV[@]}"

@@ -14,8 +14,9 @@
 #   logins_pam SERVICE        the stack on stdin becomes /etc/pam.d/SERVICE
 #                             (a private copy of /etc/pam.d is bound over it)
 #   logins_kubehsm_stack CONF [keyinit] [base=login|sudo|sudo-i]
-#                             print a stack as pam/examples ships it: pam_kubehsm
-#                             (auth, token PIN first), the password fallback,
+#                             print a stack as pam/examples ships it: pam_faillock
+#                             around pam_kubehsm (auth, token PIN first), the
+#                             password fallback for users without a token,
 #                             pam_keyinit (with "keyinit"), pam_kubehsm session,
 #                             around Debian's includes (base=login: pam_env as
 #                             Debian's sshd, login and su; sudo*: pam_limits)
@@ -118,8 +119,11 @@ logins_kubehsm_stack() {
 		*) _logins_bail "logins_kubehsm_stack: unknown argument '$a'" ;;
 		esac
 	done
-	echo "auth     [success=done default=ignore authinfo_unavail=ignore] $PAM_KUBEHSM config=$conf"
+	echo "auth     requisite  pam_faillock.so preauth"
+	echo "auth     [success=done authinfo_unavail=1 default=ignore] $PAM_KUBEHSM config=$conf"
+	echo "auth     [default=die] pam_faillock.so authfail"
 	echo "@include common-auth"
+	echo "account  required   pam_faillock.so"
 	echo "@include common-account"
 	if [ "$base" = login ]; then echo "session  required  pam_env.so readenv=1"
 	else echo "session  required  pam_limits.so"; fi
