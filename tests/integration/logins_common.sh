@@ -47,6 +47,7 @@ SHIM_LOGINS=$SHIMCTL/logins
 : >"$SHIM_LOGINS"
 logins_shim_ctl "$SHIMCTL"
 shim_logins() { grep -c '^C_Login$' "$SHIM_LOGINS"; }
+_handoff0=
 
 CONF=$KH_TMP/etc/kubehsm.conf
 pki_policy "$CONF" "$HOST" module="$SHIM" || _logins_bail "policy"
@@ -161,9 +162,20 @@ ended() {
 	fi
 }
 
-# no_handoff USER WHAT: no hand-off stash for USER is left under /run/kubehsm.
+# handoff_files USER: the hand-off stashes naming USER under /run/kubehsm.
+handoff_files() { grep -lsE "\"user\" *: *\"$1\"" /run/kubehsm/handoff/* 2>/dev/null; }
+
+# before_login USER: note the C_Login count ($c0) and USER's stashes before a
+# login, for no_handoff and the C_Login assertions after it.
+before_login() {
+	c0=$(shim_logins)
+	_handoff0=$(handoff_files "$1")
+}
+
+# no_handoff USER WHAT: the login opened since before_login left no hand-off
+# stash for USER under /run/kubehsm (older leftovers are not its own).
 no_handoff() {
 	local left
-	left=$(grep -lsE "\"user\" *: *\"$1\"" /run/kubehsm/handoff/* 2>/dev/null)
+	left=$(comm -13 <(sort <<<"$_handoff0") <(handoff_files "$1" | sort) | grep .)
 	is "$left" "" "$2: no hand-off file for $1 remains under /run/kubehsm/handoff"
 }

@@ -24,9 +24,9 @@ as_carol=(setpriv --reuid="$C" --regid="$(id -g "$carol")" --init-groups --reset
 # a_login NAME WHAT ARGV...: log alice in with the PIN; check the session
 # inside, her identity, logout, and that the record ended with the login.
 a_login() {
-	local name=$1 what=$2 c0
+	local name=$1 what=$2
 	shift 2
-	c0=$(shim_logins)
+	before_login "$alice"
 	LOGIN_PIN=$PIN login_open "$name" "$@"
 	if ! ok $? "$what: $alice logs in with the token PIN"; then
 		diag "$(login_transcript "$name" 8)"
