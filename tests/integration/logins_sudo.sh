@@ -3,11 +3,11 @@
 # `sudo -iu svc` and `su svc` do not run pam_keyinit (Debian's stacks), so
 # svc shares the login's session keyring, which links the user's keyring:
 # svc possesses it.  svc must still get nothing of the user's record: not
-# read it, find it, invalidate it, nor hide it behind a key of the same name
-# planted in the shared keyring.  sudo's session close touches nobody's
-# session, and sudo authenticating the invoking user with the token while
-# running as svc mints no record for anyone (PAM_USER changes between auth
-# and session).
+# read it, find it, invalidate it, hide it behind a key of the same name
+# planted in the shared keyring, nor unlink it from her user keyring.
+# sudo's session close touches nobody's session, and sudo authenticating the
+# invoking user with the token while running as svc mints no record for
+# anyone (PAM_USER changes between auth and session).
 . "$KH_SRCDIR/tests/integration/logins_common.sh"
 
 token_user alice
@@ -100,6 +100,16 @@ is "$(($(shim_logins) - c0))" 1 "sudo with the token: one C_Login"
 is "$(state)" "$S0" "sudo with the token: no record minted for $alice (PAM_USER changed), her session untouched"
 is "$(logins "$svc")" none "sudo with the token: no record minted for $svc"
 sudoers_nopasswd
+
+# Last, as it would undo the record's link: svc possesses alice's user
+# keyring through the shared session keyring, and a possessor of the
+# default user keyring may write it.  Unlinking her record from it would
+# hide her session from every process of hers.
+A=$(uid_of "$alice")
+login_run a1 "sudo -u $svc sh -c 'keyctl unlink $RID \$(keyctl search @s keyring _uid.$A)'"
+isnt "$rc" 0 "sudo -u $svc: $svc cannot unlink $alice's record from her user keyring (possessed through the shared session keyring)"
+login_run a1 "$KUBEHSM status"
+like "$out" "^Identity: *$alice\$" "... and $alice's session is still found" || diag "rc=$rc $out $err"
 logins_preload_end
 
 login_close a1
