@@ -21,6 +21,8 @@ PACKAGES=(
 	# more kube clients (tests/integration/clients.sh); the test installs
 	# @kubernetes/client-node itself, from npm into the build tree
 	ruby-kubeclient nodejs
+	# the real login programs and a pty driver (tests/integration/logins_*.sh)
+	openssh-server openssh-client sudo tmux python3-pexpect
 )
 # Debian's nodejs ships npm as a package of its own; NodeSource's nodejs
 # bundles it (and conflicts with Debian's npm).

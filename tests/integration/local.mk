@@ -5,6 +5,7 @@ include tests/integration/cache.mk
 include tests/integration/token.mk
 include tests/integration/polkit.mk
 include tests/integration/pam.mk
+include tests/integration/logins.mk
 include tests/integration/helper.mk
 include tests/integration/scenario.mk
 include tests/integration/hardening.mk

@@ -23,6 +23,14 @@
  * variable; an empty vanish file means after-login); C_Login lines are then
  * also appended to "logins" there.
  *
+ * Some hosts empty the environment altogether (sshd's keyboard-interactive
+ * auth child starts with none): without KH_P11SHIM_DIR the control files
+ * are looked up in KH_SHIM_FIXED_DIR (/run/kubehsm-p11shim), which a test
+ * bind-mounts over in its private mount namespace (tests/lib/logins.sh).
+ * Outside such a namespace that directory is absent or empty, so the shim
+ * just forwards; C_Login lines go to its "logins" only when that file
+ * exists, so the shim never creates files there.
+ *
  * Built by tests/integration/pam.mk (libkhp11shim.la).  Test code only: it
  * keeps process-global state, never installed.
  */
@@ -37,6 +45,9 @@
 #include <p11-kit/pkcs11.h>
 
 #define KH_SHIM_DEFAULT_MODULE "/usr/lib/softhsm/libsofthsm2.so"
+#ifndef KH_SHIM_FIXED_DIR
+#define KH_SHIM_FIXED_DIR "/run/kubehsm-p11shim"
+#endif
 
 CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR list);
 
@@ -45,16 +56,22 @@ static CK_FUNCTION_LIST_PTR real;
 static CK_FUNCTION_LIST shim;
 static bool vanished;
 
-/* Path of a control file, or NULL when no control directory is set. */
+/* True when no KH_P11SHIM_DIR is set and the fixed directory is in use. */
+static bool
+ctl_fixed(void)
+{
+	const char *dir = getenv("KH_P11SHIM_DIR");
+
+	return dir == NULL || dir[0] == '\0';
+}
+
+/* Path of a control file, or NULL when it does not fit. */
 static const char *
 ctl_path(const char *name, char *buf, size_t len)
 {
-	const char *dir = getenv("KH_P11SHIM_DIR");
-	int n;
+	int n = snprintf(buf, len, "%s/%s",
+			 ctl_fixed() ? KH_SHIM_FIXED_DIR : getenv("KH_P11SHIM_DIR"), name);
 
-	if (dir == NULL || dir[0] == '\0')
-		return NULL;
-	n = snprintf(buf, len, "%s/%s", dir, name);
 	return n > 0 && (size_t)n < len ? buf : NULL;
 }
 
@@ -139,14 +156,15 @@ ctl_flags(void)
 	return f;
 }
 
+/* Append a line to path; with create false only to a file that exists. */
 static void
-append_line(const char *path, const char *line)
+append_line(const char *path, const char *line, bool create)
 {
 	int fd;
 
 	if (path == NULL || path[0] == '\0')
 		return;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
 	if (fd < 0)
 		return;
 	if (write(fd, line, strlen(line)) < 0 || write(fd, "\n", 1) < 0) {
@@ -160,8 +178,8 @@ log_login(void)
 {
 	char path[4096];
 
-	append_line(getenv("KH_SHIM_LOG"), "C_Login");
-	append_line(ctl_path("logins", path, sizeof(path)), "C_Login");
+	append_line(getenv("KH_SHIM_LOG"), "C_Login", true);
+	append_line(ctl_path("logins", path, sizeof(path)), "C_Login", !ctl_fixed());
 }
 
 static CK_RV
