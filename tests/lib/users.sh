@@ -16,6 +16,10 @@ make_user() {
 	useradd --create-home --shell /bin/bash "$name" >/dev/null 2>&1 ||
 		{ echo "Bail out! useradd $name failed"; exit 1; }
 	on_exit "drop_user $name"
+	# The kernel keeps a uid's user keyring after userdel: a reused uid
+	# would start with whatever an earlier (killed) test left there.
+	setpriv --reuid="$(id -u "$name")" --regid="$(id -g "$name")" --clear-groups \
+		keyctl clear @u >/dev/null 2>&1 || true
 	printf -v "$var" '%s' "$name"
 }
 
