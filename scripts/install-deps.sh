@@ -23,6 +23,8 @@ PACKAGES=(
 	ruby-kubeclient nodejs
 	# the real login programs and a pty driver (tests/integration/logins_*.sh)
 	openssh-server openssh-client sudo tmux python3-pexpect
+	# Debian packages: build, lint, compare (scripts/deb-check.sh)
+	debhelper dpkg-dev fakeroot lintian diffoscope-minimal
 )
 # Debian's nodejs ships npm as a package of its own; NodeSource's nodejs
 # bundles it (and conflicts with Debian's npm).

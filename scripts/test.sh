@@ -1,7 +1,9 @@
 #!/bin/bash
 # Build kubehsm and run every test: the -Werror build's `make check` (unit +
-# integration against real parts), the same suite built with ASan+UBSan, and
-# `make distcheck`.  Run as root on Debian 12; installs what it needs first.
+# integration against real parts), the same suite built with ASan+UBSan,
+# `make distcheck`, the fuzz targets, and last the Debian packages built,
+# linted, installed, used and purged (scripts/deb-check.sh).  Run as root on
+# Debian 12; installs what it needs first.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --fast     the -Werror build's `make check` only
@@ -87,6 +89,25 @@ if [ $fast -eq 0 ]; then
 	f=$(grep -cE '^fuzz_[a-z0-9_]+ .*FAILED' "$top/build/fuzz.log" || true)
 	total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
 	[ "$p" -eq 5 ] || { tail -30 "$top/build/fuzz.log"; echo "fuzz step: $p of 5 targets ran clean (log: $top/build/fuzz.log)"; rc=1; }
+fi
+
+if [ $fast -eq 0 ]; then
+	# Last: it installs the packages on this machine (for some ten seconds;
+	# purged on exit, also on failure), so nothing above may run against them.
+	step "Debian packages: build twice, lintian, install, enable, log in, purge (scripts/deb-check.sh)"
+	if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		bash scripts/deb-check.sh >"$top/build/deb-check.log" 2>&1 || rc=1
+		grep -E '^(ok|not ok|#|Bail out)' "$top/build/deb-check.log" || true
+		p=$(grep -c '^ok' "$top/build/deb-check.log" || true)
+		f=$(grep -c '^not ok' "$top/build/deb-check.log" || true)
+		sk=$(grep -c '^1\.\.0 # SKIP' "$top/build/deb-check.log" || true)
+		total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + sk))
+		[ "$p" -gt 0 ] || [ "$sk" -gt 0 ] ||
+			{ tail -30 "$top/build/deb-check.log"; echo "deb-check ran no check (log: $top/build/deb-check.log)"; rc=1; }
+	else
+		echo "not a git checkout: the packages are built from git's view of the tree; skipped"
+		total_skip=$((total_skip + 1))
+	fi
 fi
 
 echo

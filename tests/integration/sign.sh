@@ -14,10 +14,17 @@ PROBE="$KH_BUILDDIR/tests/cache_probe"
 [ -x "$PROBE" ] || skip_all "tests/cache_probe not built"
 [ -x "$KUBEHSM" ] || skip_all "helper/kubehsm not built"
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null || true
-# No policy file: signer.key defaults to "session".
-export KUBEHSM_CONFIG=$KH_TMP/no-such-kubehsm.conf
+# No policy file: signer.key defaults to "session".  as_user resets the
+# environment, so runu names the policy path in every call (a call may name
+# another with an inner env); without it, kubehsm sign would read the
+# installed default policy and the test would depend on what is installed.
+NOCONF=$KH_TMP/no-such-kubehsm.conf
 
-runu() { run as_user "$@"; err=$(grep -v '^Joined session keyring: ' <<<"$err"); }
+runu() {
+	local user=$1; shift
+	run as_user "$user" env KUBEHSM_CONFIG="$NOCONF" "$@"
+	err=$(grep -v '^Joined session keyring: ' <<<"$err")
+}
 
 # --- the Go client, standard library only, built offline -------------------
 SIGNER=$KH_TMP/signer
