@@ -17,6 +17,18 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Mount points the login-program tests create on the host when missing
+# (tests/lib/logins.sh); removed at the end, when no test can hold them.
+preload_was_there=0; [ -e /etc/ld.so.preload ] && preload_was_there=1
+shimdir_was_there=0; [ -e /run/kubehsm-p11shim ] && shimdir_was_there=1
+remove_test_mountpoints() {
+	if [ $preload_was_there = 0 ] && [ -f /etc/ld.so.preload ] && [ ! -s /etc/ld.so.preload ]; then
+		rm -f /etc/ld.so.preload
+	fi
+	[ $shimdir_was_there = 1 ] || rmdir /run/kubehsm-p11shim 2>/dev/null || true
+}
+trap remove_test_mountpoints EXIT
+
 step "installing Debian packages"
 bash scripts/install-deps.sh
 
