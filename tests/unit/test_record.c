@@ -408,10 +408,63 @@ test_decode_refuses_forged_pem_texts(void **state)
 	expect_refused_body(0, '\n', 1, "with a byte after the PEM texts");
 }
 
+/* The PAM module turns wiping on at entry and off at exit: off must put
+ * back whatever allocators the host process had given jansson, not
+ * malloc/free (#13). */
+static size_t host_mallocs;
+
+static void *
+host_malloc(size_t n)
+{
+	host_mallocs++;
+	return malloc(n);
+}
+
+static void
+host_free(void *p)
+{
+	free(p);
+}
+
+static void
+test_wipe_restores_host_allocators(void **state)
+{
+	json_malloc_t m = NULL;
+	json_free_t f = NULL;
+	json_t *v;
+
+	(void)state;
+	kh_json_wipe_on_free(false);             /* as main left it: on */
+	json_set_alloc_funcs(host_malloc, host_free);
+	kh_json_wipe_on_free(true);
+	json_get_alloc_funcs(&m, &f);
+	assert_true(m != host_malloc && f != host_free);
+	kh_json_wipe_on_free(false);
+	json_get_alloc_funcs(&m, &f);
+	assert_ptr_equal(m, host_malloc);
+	assert_ptr_equal(f, host_free);
+	host_mallocs = 0;
+	v = json_string("host");
+	assert_non_null(v);
+	json_decref(v);
+	assert_true(host_mallocs > 0);
+	/* Nested use (module entry inside a module entry) unwinds the same way. */
+	kh_json_wipe_on_free(true);
+	kh_json_wipe_on_free(true);
+	kh_json_wipe_on_free(false);
+	kh_json_wipe_on_free(false);
+	json_get_alloc_funcs(&m, &f);
+	assert_ptr_equal(m, host_malloc);
+	assert_ptr_equal(f, host_free);
+	json_set_alloc_funcs(malloc, free);
+	kh_json_wipe_on_free(true);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wipe_restores_host_allocators),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_round_trip_issuer_session_scope),
 		cmocka_unit_test(test_dup),
