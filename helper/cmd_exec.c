@@ -95,6 +95,10 @@ kh_cmd_exec(int argc, char **argv)
 	issuer = info.cluster.issuer != NULL ? info.cluster.issuer
 		 : issuer_opt != NULL ? issuer_opt : "";
 
+	if (kh_cli_no_dumps() != 0) {
+		kh_cli_error("cannot keep the session key out of core dumps: %s", strerror(errno));
+		goto out;
+	}
 	if (kh_cache_find(issuer, &rec, &miss, &err) != 0) {
 		kh_cli_error("%s", err.msg);
 		goto out;

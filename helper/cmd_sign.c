@@ -179,6 +179,10 @@ kh_cmd_sign(int argc, char **argv)
 		goto out;
 	}
 
+	if (kh_cli_no_dumps() != 0) {
+		kh_cli_error("sign: cannot keep secrets out of core dumps: %s", strerror(errno));
+		goto out;
+	}
 	if (kh_cache_find(issuer, &rec, &miss, &err) != 0) {
 		kh_cli_error("%s", err.msg);
 		goto out;

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kh_cli.h"
@@ -51,4 +53,14 @@ kh_cli_config_path(const char *option)
 	if (env != NULL && env[0] != '\0')
 		return env;
 	return KH_DEFAULT_CONFIG;
+}
+
+int
+kh_cli_no_dumps(void)
+{
+	static const struct rlimit none = { 0, 0 };
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return -1;
+	return setrlimit(RLIMIT_CORE, &none);
 }

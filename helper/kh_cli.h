@@ -26,6 +26,12 @@ void kh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * that carries a key goes out in one buffer the caller wipes afterwards. */
 int kh_cli_write_all(int fd, const char *buf, size_t len);
 
+/* Before a secret is read into memory (the session key, a cached PIN):
+ * no core dump and no ptrace/proc access by other processes of the user
+ * (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).  Two system calls: it runs on the
+ * exec warm path.  -1 (errno) if either fails. */
+int kh_cli_no_dumps(void);
+
 /* The config file to use: --config, then $KUBEHSM_CONFIG, then the default. */
 const char *kh_cli_config_path(const char *option);
 

@@ -7,7 +7,7 @@
 . "$KH_SRCDIR/tests/lib/pki.sh"
 . "$KH_SRCDIR/tests/lib/kubeapi.sh"
 need_root
-need_cmd keyctl setpriv useradd openssl nginx curl
+need_cmd keyctl setpriv useradd openssl nginx curl strace
 
 PROBE="$KH_BUILDDIR/tests/cache_probe"
 [ -x "$PROBE" ] || skip_all "tests/cache_probe not built"
@@ -117,6 +117,25 @@ is "$(printf '%s\n' "$out" | wc -l)" 1 "the answer is one line"
 runu "$alice" env KUBERNETES_EXEC_INFO="$VB" "$KUBEHSM" exec </dev/null
 like "$out" '^\{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential"' \
 	"a v1beta1 request gets a v1beta1 answer"
+# No core dump or ptrace of another process of alice's may catch the key:
+# dumping is off before the record is read.  (Once it is, strace, running
+# as alice, can no longer read the process's memory and prints the new
+# core limit as a pointer.  LeakSanitizer cannot run under strace: off for
+# a sanitizer build.)
+install -d -o "$alice" -m 0700 "$KH_TMP/alice-trace"
+runu "$alice" env KUBERNETES_EXEC_INFO="$V1" \
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	strace -e trace=prctl,prlimit64,setrlimit,keyctl -o "$KH_TMP/alice-trace/exec" \
+	"$KUBEHSM" exec </dev/null
+is "$rc" 0 "exec under strace answers" || diag "$err"
+dump_order() {   # dump_order TRACE: "dumpable core read" line numbers, in order
+	awk '/PR_SET_DUMPABLE, (0|SUID_DUMP_DISABLE)/ && !d { d = NR }
+	     /RLIMIT_CORE, ([{]rlim_cur=0, rlim_max=0[}]|0x[0-9a-f]+)/ && !c { c = NR }
+	     /KEYCTL_READ/ && !r { r = NR }
+	     END { print (d && c && r && d < r && c < r) ? "off before the first read" : "d=" d " c=" c " r=" r }' "$1"
+}
+is "$(dump_order "$KH_TMP/alice-trace/exec")" "off before the first read" \
+	"exec: PR_SET_DUMPABLE 0 and RLIMIT_CORE 0 before the session key is read"
 runu "$alice" env KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":true}}' \
 	timeout 10 "$KUBEHSM" exec
 is "$rc" 0 "interactive: true with a session answers at once (nothing is read from the terminal)"

@@ -8,7 +8,7 @@
 . "$KH_SRCDIR/tests/lib/pki.sh"
 . "$KH_SRCDIR/tests/lib/kubeapi.sh"
 need_root
-need_cmd keyctl setpriv useradd openssl nginx go base64 softhsm2-util
+need_cmd keyctl setpriv useradd openssl nginx go base64 softhsm2-util strace
 
 PROBE="$KH_BUILDDIR/tests/cache_probe"
 [ -x "$PROBE" ] || skip_all "tests/cache_probe not built"
@@ -75,6 +75,20 @@ runu "$carol" "$KUBEHSM" sign "{\"apiVersion\":\"$API\",\"kind\":\"CertificateRe
 got=$(printf '%s' "$out" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["kind"], d["certificate"])')
 want="CertificateResponse $(openssl x509 -in "$PKI_DIR/rsa.pem" -outform DER | base64 -w0)"
 is "$got" "$want" "CertificateRequest: base64 DER of the session certificate"
+
+# Dumping is off before the session key is read (strace; LeakSanitizer
+# cannot run under it).
+install -d -o "$carol" -m 0700 "$KH_TMP/carol-trace"
+runu "$carol" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	strace -e trace=prctl,prlimit64,setrlimit,keyctl -o "$KH_TMP/carol-trace/sign" \
+	"$KUBEHSM" sign "{\"apiVersion\":\"$API\",\"kind\":\"CertificateRequest\",\"configuration\":{}}"
+is "$rc" 0 "sign under strace answers" || diag "$err"
+is "$(awk '/PR_SET_DUMPABLE, (0|SUID_DUMP_DISABLE)/ && !d { d = NR }
+	   /RLIMIT_CORE, ([{]rlim_cur=0, rlim_max=0[}]|0x[0-9a-f]+)/ && !c { c = NR }
+	   /KEYCTL_READ/ && !r { r = NR }
+	   END { print (d && c && r && d < r && c < r) ? "off" : "d=" d " c=" c " r=" r }' \
+	"$KH_TMP/carol-trace/sign")" off \
+	"sign: PR_SET_DUMPABLE 0 and RLIMIT_CORE 0 before the session key is read"
 
 # --- signatures checked by OpenSSL ----------------------------------------
 printf 'kubehsm signer test data' >"$KH_TMP/data"
