@@ -799,6 +799,18 @@ kh_p11_read_pin_file(const char *path, char **pin, kh_error *err)
 		kh_fail(err, KH_ERR_PERM, "PIN file %s is not a regular file", path);
 		goto out;
 	}
+	/* The loader checked the path when it loaded the policy; this is the
+	 * file actually read, which someone may have replaced since. */
+	if (st.st_uid != geteuid()) {
+		kh_fail(err, KH_ERR_PERM, "PIN file %s is owned by uid %lu, not by uid %lu "
+			"that reads it", path, (unsigned long)st.st_uid, (unsigned long)geteuid());
+		goto out;
+	}
+	if ((st.st_mode & 077) != 0) {
+		kh_fail(err, KH_ERR_PERM, "PIN file %s has mode %04o: group/others could read "
+			"the PIN; chmod 0600 %s", path, (unsigned int)(st.st_mode & 07777), path);
+		goto out;
+	}
 	if (st.st_size > (off_t)(KH_P11_PIN_MAX + 1)) {
 		kh_fail(err, KH_ERR_CONFIG, "PIN file %s is longer than %d bytes", path, KH_P11_PIN_MAX);
 		goto out;

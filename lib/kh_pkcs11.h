@@ -111,10 +111,11 @@ int kh_p11_open_uri_key(const char *module, const char *uri, const char *pin,
 			struct kh_p11 **handle, EVP_PKEY **key, kh_error *err);
 
 /*
- * Read a PIN file: no symlink, a regular file, at most KH_P11_PIN_MAX bytes,
- * one trailing newline stripped, no NUL or other newline inside.  *pin is
- * freed with kh_secure_strfree.  Ownership/mode policy is the config
- * loader's job; this only reads safely.
+ * Read a PIN file: no symlink, a regular file owned by the reading (effective)
+ * uid with no group/other access — checked on the descriptor read, since the
+ * path may have changed since the policy loader checked it — at most
+ * KH_P11_PIN_MAX bytes, one trailing newline stripped, no NUL or other
+ * newline inside.  *pin is freed with kh_secure_strfree.
  */
 int kh_p11_read_pin_file(const char *path, char **pin, kh_error *err);
 

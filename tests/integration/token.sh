@@ -160,7 +160,7 @@ like "$out" ": OK\$" "mint: RSA session key, no groups, verifies"
 like "$(openssl x509 -in "$KH_TMP/s2.pem" -noout -ext keyUsage)" "Digital Signature, Key Encipherment" \
 	"mint: RSA session certificate also allows keyEncipherment"
 
-printf '0000\n' >"$KH_TMP/bad.pin"
+(umask 077; printf '0000\n' >"$KH_TMP/bad.pin")
 run "$PROBE" mint "$URI" "$KH_TMP/bad.pin" "$PKI_DIR/issuer.pem" alice "" 3600 ec-p256 \
 	"$KH_TMP/x.pem" "$KH_TMP/x.key"
 like "$err" "auth: wrong PIN for token 'kubehsm-host'" "mint: wrong issuer PIN is an auth error"

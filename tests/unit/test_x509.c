@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -834,6 +835,20 @@ test_pin_file(void **state)
 	snprintf(path, sizeof(path), "%s/pin", p->dir);
 	snprintf(link, sizeof(link), "%s/pin.link", p->dir);
 	write_file(path, "1234\n", 5);
+	/* A PIN file others can read is refused on the descriptor read (the
+	 * loader's check of the path may be stale by then). */
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(kh_p11_read_pin_file(path, &pin, &err), -1);
+	assert_non_null(strstr(err.msg, "0640"));
+	assert_null(pin);
+	if (geteuid() == 0) {          /* make check runs as root */
+		assert_int_equal(chmod(path, 0600), 0);
+		assert_int_equal(chown(path, 1, (gid_t)-1), 0);
+		assert_int_equal(kh_p11_read_pin_file(path, &pin, &err), -1);
+		assert_non_null(strstr(err.msg, "owned by uid 1"));
+		assert_int_equal(chown(path, 0, (gid_t)-1), 0);
+	}
+	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(kh_p11_read_pin_file(path, &pin, &err), 0);
 	assert_string_equal(pin, "1234");
 	kh_secure_strfree(pin);
