@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -61,13 +62,15 @@ static const char *const kh_root_keys[] = {
 };
 static const char *const kh_pkcs11_keys[] = { "module", NULL };
 static const char *const kh_token_keys[] = { "label", "key_label", "key_id", NULL };
-static const char *const kh_trust_keys[] = { "ca_file", "crl_file", "map", NULL };
-static const char *const kh_identity_keys[] = { "username", "groups", NULL };
+static const char *const kh_trust_keys[] = { "ca_file", "crl_file", "map", "domains", NULL };
+static const char *const kh_identity_keys[] = {
+	"username", "groups", "allow_groups", "deny_groups", NULL,
+};
 static const char *const kh_issuer_keys[] = {
 	"id", "key", "module", "cert_file", "pin_file", "key_type", NULL,
 };
 static const char *const kh_session_keys[] = {
-	"ttl", "scope", "revoke_on_logout", "cache_pin", NULL,
+	"ttl", "scope", "revoke_on_logout", "cache_pin", "allow_long_ttl", NULL,
 };
 static const char *const kh_signer_keys[] = { "key", NULL };
 static const char *const kh_polkit_keys[] = { "mode", NULL };
@@ -335,6 +338,83 @@ kh_check_keys(const struct kh_loader *ld, const config_setting_t *group,
 /* ------------------------------------------------------------------ */
 /* file checks                                                          */
 
+/*
+ * StrictModes for the directories above a file the policy trusts: whoever
+ * may write one of them may replace the file.  Like OpenSSH's safe_path,
+ * the path is resolved first; then every directory from the file's own up
+ * to / must belong to root (or the trusted uid) and be closed to group and
+ * others — unless it is a sticky directory of root's (or the trusted
+ * uid's), such as /tmp: others may add entries there but can neither
+ * rename nor remove another owner's, so a root-owned entry stays put.
+ * 0 when safe; 1 with *bad (a copy of the offending directory, caller
+ * frees) and *st; -1 with errno when the path cannot be resolved.
+ */
+static int
+kh_unsafe_ancestor(const char *path, uid_t trusted, char **bad, struct stat *st)
+{
+	char *real = realpath(path, NULL), *slash;
+
+	*bad = NULL;
+	if (real == NULL)
+		return -1;
+	for (;;) {
+		slash = strrchr(real, '/');
+		if (slash == NULL)
+			break;
+		if (slash == real)
+			slash[1] = '\0';   /* "/" itself */
+		else
+			*slash = '\0';
+		if (stat(real, st) != 0) {
+			free(real);
+			return -1;
+		}
+		if ((st->st_uid != 0 && st->st_uid != trusted) ||
+		    ((st->st_mode & 022) != 0 && (st->st_mode & S_ISVTX) == 0)) {
+			*bad = real;
+			return 1;
+		}
+		if (real[1] == '\0')
+			break;
+	}
+	free(real);
+	return 0;
+}
+
+/* kh_unsafe_ancestor as a policy error at setting s (NULL: the file). */
+static int
+kh_check_ancestors(const struct kh_loader *ld, const config_setting_t *s,
+		   const char *what, const char *path)
+{
+	struct stat st;
+	char *bad = NULL;
+	int rc = kh_unsafe_ancestor(path, ld->opts->trusted_uid, &bad, &st);
+
+	if (rc == 0)
+		return 0;
+	if (rc < 0)
+		rc = s != NULL ? kh_fail_at(ld, s, "%s %s: %s", what, path, strerror(errno))
+			       : kh_fail(ld->err, KH_ERR_CONFIG, "%s: %s", path, strerror(errno));
+	else if (st.st_uid != 0 && st.st_uid != ld->opts->trusted_uid)
+		rc = s != NULL
+			? kh_fail_at(ld, s, "%s %s: directory %s is owned by uid %lu; whoever owns "
+				     "it can replace the file", what, path, bad,
+				     (unsigned long)st.st_uid)
+			: kh_fail(ld->err, KH_ERR_CONFIG, "%s: directory %s is owned by uid %lu; "
+				  "whoever owns it can change the policy", path, bad,
+				  (unsigned long)st.st_uid);
+	else
+		rc = s != NULL
+			? kh_fail_at(ld, s, "%s %s: directory %s has mode %04o: group/others can "
+				     "replace the file; chmod go-w %s", what, path, bad,
+				     (unsigned int)(st.st_mode & 07777), bad)
+			: kh_fail(ld->err, KH_ERR_CONFIG, "%s: directory %s has mode %04o: "
+				  "group/others could change the policy; chmod go-w %s", path,
+				  bad, (unsigned int)(st.st_mode & 07777), bad);
+	free(bad);
+	return rc;
+}
+
 static int
 kh_check_named_file(const struct kh_loader *ld, const config_setting_t *s,
 		    const char *what, const char *path, enum kh_file_kind kind)
@@ -388,7 +468,7 @@ kh_check_named_file(const struct kh_loader *ld, const config_setting_t *s,
 				  "the policy trusts; chmod go-w %s", what, path,
 				  (unsigned int)(st.st_mode & 07777), path);
 	}
-	return 0;
+	return kh_check_ancestors(ld, s, what, path);
 }
 
 /* The config and its directory: a non-root writer could rewrite the policy. */
@@ -461,7 +541,8 @@ kh_open_policy(const struct kh_loader *ld, const char *path)
 		(void)close(fd);
 		return kh_fail(ld->err, KH_ERR_CONFIG, "%s: %s", path, strerror(e));
 	}
-	if (!S_ISREG(st.st_mode) || kh_check_owner_mode(ld, &st, "file", path) != 0) {
+	if (!S_ISREG(st.st_mode) || kh_check_owner_mode(ld, &st, "file", path) != 0 ||
+	    kh_check_ancestors(ld, NULL, "policy", path) != 0) {
 		if (!S_ISREG(st.st_mode))
 			kh_fail(ld->err, KH_ERR_CONFIG, "%s: not a regular file", path);
 		(void)close(fd);
@@ -683,6 +764,67 @@ kh_get_string(const struct kh_loader *ld, const config_setting_t *group,
 	return 0;
 }
 
+/*
+ * A list of strings (array or list syntax), at most KH_POLICY_LIST_MAX,
+ * each checked like kh_get_string's values (flags).  Absent: a copy of
+ * `def` (NULL-terminated; NULL for none).  `where` as for kh_get_string.
+ */
+static int
+kh_get_string_list(const struct kh_loader *ld, const config_setting_t *group,
+		   const char *section, const char *key, const char *const *def,
+		   unsigned int flags, char ***out, size_t *n, const config_setting_t **where)
+{
+	const config_setting_t *s = group != NULL ? config_setting_get_member(group, key) : NULL;
+	size_t count = 0, i;
+	const char *v;
+
+	*out = NULL;
+	*n = 0;
+	if (where != NULL)
+		*where = s != NULL ? s : group;
+	if (s != NULL && !config_setting_is_array(s) && !config_setting_is_list(s))
+		return kh_fail_at(ld, s, "%s.%s must be a list of strings, e.g. [ \"...\" ]",
+				  section, key);
+	if (s != NULL)
+		count = (size_t)config_setting_length(s);
+	else
+		while (def != NULL && def[count] != NULL)
+			count++;
+	if (count > KH_POLICY_LIST_MAX)
+		return kh_fail_at(ld, s, "%s.%s has %zu entries; at most %d", section, key,
+				  count, KH_POLICY_LIST_MAX);
+	if (count == 0)
+		return 0;
+	*out = calloc(count, sizeof(**out));
+	if (*out == NULL)
+		return kh_fail_oom(ld);
+	for (i = 0; i < count; i++) {
+		const config_setting_t *e = s != NULL ? config_setting_get_elem(s, (unsigned int)i) : NULL;
+
+		if (s == NULL) {
+			v = def[i];
+		} else if (e == NULL || config_setting_type(e) != CONFIG_TYPE_STRING ||
+			   (v = config_setting_get_string(e)) == NULL) {
+			return kh_fail_at(ld, e != NULL ? e : s, "%s.%s entries must be strings",
+					  section, key);
+		} else if (kh_check_string_value(ld, e, section, key, v, flags) != 0) {
+			return -1;
+		}
+		if (((*out)[i] = strdup(v)) == NULL)
+			return kh_fail_oom(ld);
+		(*n)++;
+	}
+	return 0;
+}
+
+static void
+kh_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 static int
 kh_get_bool(const struct kh_loader *ld, const config_setting_t *group,
 	    const char *section, const char *key, bool def, bool *out)
@@ -821,21 +963,56 @@ kh_load_token(const struct kh_loader *ld, const config_setting_t *root, struct k
 	return 0;
 }
 
+/* A DNS domain name as written in certificates: letters, digits, '-' and
+ * inner dots; lowered in place for exact, case-insensitive matching. */
+static bool
+kh_valid_domain(char *d)
+{
+	size_t n = strlen(d), i;
+
+	if (n == 0 || n > 253 || d[0] == '.' || d[0] == '-' || d[n - 1] == '.' ||
+	    strstr(d, "..") != NULL)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)d[i]) && d[i] != '.' && d[i] != '-')
+			return false;
+		d[i] = (char)tolower((unsigned char)d[i]);
+	}
+	return true;
+}
+
 static int
 kh_load_trust(const struct kh_loader *ld, const config_setting_t *root, struct kh_policy *p)
 {
 	config_setting_t *g;
-	const config_setting_t *ca, *crl;
+	const config_setting_t *ca, *crl, *doms;
 	int map;
+	size_t i;
 
 	if (kh_get_section(ld, root, "trust", true, kh_trust_keys, &g) != 0 ||
 	    kh_get_string(ld, g, "trust", "ca_file", NULL, KH_STR_NONEMPTY | KH_STR_ABSPATH,
 			  &p->trust.ca_file, &ca) != 0 ||
 	    kh_get_string(ld, g, "trust", "crl_file", "", KH_STR_ABSPATH,
 			  &p->trust.crl_file, &crl) != 0 ||
-	    kh_get_enum(ld, g, "trust", "map", kh_map_words, KH_MAP_CN, &map, NULL) != 0)
+	    kh_get_enum(ld, g, "trust", "map", kh_map_words, KH_MAP_CN, &map, NULL) != 0 ||
+	    kh_get_string_list(ld, g, "trust", "domains", NULL, KH_STR_NONEMPTY,
+			       &p->trust.domains, &p->trust.ndomains, &doms) != 0)
 		return -1;
 	p->trust.map = (enum kh_map_rule)map;
+	for (i = 0; i < p->trust.ndomains; i++)
+		if (!kh_valid_domain(p->trust.domains[i]))
+			return kh_fail_at(ld, doms, "trust.domains: \"%s\" is not a domain name "
+					  "(e.g. \"example.com\", no '@')", p->trust.domains[i]);
+	/* email and upn keep only the part before the @: a CA that certifies
+	 * more than one domain would make alice@partner.example local alice. */
+	if ((map == KH_MAP_EMAIL || map == KH_MAP_UPN) && p->trust.ndomains == 0)
+		return kh_fail_at(ld, g, "trust.domains is required with map = \"%s\": the "
+				  "user is the part before the @, so name the domain(s) whose "
+				  "users are this host's, e.g. domains = [ \"example.com\" ]",
+				  kh_map_rule_name(p->trust.map));
+	if (map != KH_MAP_EMAIL && map != KH_MAP_UPN && p->trust.ndomains > 0)
+		return kh_fail_at(ld, doms, "trust.domains applies only to map = \"email\" or "
+				  "\"upn\", not \"%s\"", kh_map_rule_name(p->trust.map));
 	if (kh_check_named_file(ld, ca, "trust.ca_file", p->trust.ca_file, KH_FILE_PUBLIC) != 0)
 		return -1;
 	return kh_check_named_file(ld, crl, "trust.crl_file", p->trust.crl_file, KH_FILE_PUBLIC);
@@ -881,9 +1058,16 @@ kh_load_identity(const struct kh_loader *ld, const config_setting_t *root, struc
 	const char *v;
 	int i, n;
 
+	static const char *const allow_all[] = { "*", NULL };
+	static const char *const deny_system[] = { "system:*", NULL };
+
 	if (kh_get_section(ld, root, "identity", false, kh_identity_keys, &g) != 0 ||
 	    kh_get_string(ld, g, "identity", "username", KH_DEFAULT_USERNAME,
-			  KH_STR_NONEMPTY | KH_STR_TEMPLATE, &p->identity.username, NULL) != 0)
+			  KH_STR_NONEMPTY | KH_STR_TEMPLATE, &p->identity.username, NULL) != 0 ||
+	    kh_get_string_list(ld, g, "identity", "allow_groups", allow_all, KH_STR_NONEMPTY,
+			       &p->identity.allow_groups, &p->identity.nallow_groups, NULL) != 0 ||
+	    kh_get_string_list(ld, g, "identity", "deny_groups", deny_system, KH_STR_NONEMPTY,
+			       &p->identity.deny_groups, &p->identity.ndeny_groups, NULL) != 0)
 		return -1;
 	list = g != NULL ? config_setting_get_member(g, "groups") : NULL;
 	if (list == NULL)
@@ -1013,9 +1197,19 @@ kh_load_session(const struct kh_loader *ld, const config_setting_t *root, struct
 			&scope, NULL) != 0 ||
 	    kh_get_bool(ld, g, "session", "revoke_on_logout", true,
 			&p->session.revoke_on_logout) != 0 ||
-	    kh_get_bool(ld, g, "session", "cache_pin", false, &p->session.cache_pin) != 0)
+	    kh_get_bool(ld, g, "session", "cache_pin", false, &p->session.cache_pin) != 0 ||
+	    kh_get_bool(ld, g, "session", "allow_long_ttl", false,
+			&p->session.allow_long_ttl) != 0)
 		return -1;
 	p->session.scope = (enum kh_scope)scope;
+	/* Exec mode hands the session key to the user: a revoked user keeps a
+	 * valid certificate until it expires, so a long one is a choice. */
+	if (p->session.ttl > KH_TTL_LONG && !p->session.allow_long_ttl)
+		return kh_fail_at(ld, g != NULL && config_setting_get_member(g, "ttl") != NULL
+					  ? config_setting_get_member(g, "ttl") : g,
+				  "session.ttl is longer than 24h: a revoked user keeps a valid "
+				  "session certificate until it expires; set session.allow_long_ttl "
+				  "= true to accept that, or shorten the ttl");
 	return 0;
 }
 
@@ -1180,7 +1374,10 @@ kh_policy_free(struct kh_policy *p)
 	free(p->token.key_id);
 	free(p->trust.ca_file);
 	free(p->trust.crl_file);
+	kh_strv_free(p->trust.domains, p->trust.ndomains);
 	free(p->identity.username);
+	kh_strv_free(p->identity.allow_groups, p->identity.nallow_groups);
+	kh_strv_free(p->identity.deny_groups, p->identity.ndeny_groups);
 	for (i = 0; i < p->identity.ngroups; i++)
 		free(p->identity.groups[i].arg);
 	free(p->identity.groups);
@@ -1193,6 +1390,19 @@ kh_policy_free(struct kh_policy *p)
 	}
 	free(p->issuers);
 	free(p);
+}
+
+bool
+kh_policy_group_allowed(const struct kh_policy *p, const char *group)
+{
+	size_t i;
+	bool allowed = false;
+
+	for (i = 0; i < p->identity.nallow_groups && !allowed; i++)
+		allowed = fnmatch(p->identity.allow_groups[i], group, 0) == 0;
+	for (i = 0; i < p->identity.ndeny_groups && allowed; i++)
+		allowed = fnmatch(p->identity.deny_groups[i], group, 0) != 0;
+	return allowed;
 }
 
 const struct kh_issuer *
@@ -1216,9 +1426,9 @@ kh_policy_issuer(const struct kh_policy *p, const char *id)
 
 /* A libconfig string literal; control characters never load, so \ and " suffice. */
 static int
-kh_print_str(FILE *out, const char *indent, const char *key, const char *v)
+kh_print_quoted(FILE *out, const char *v)
 {
-	if (fprintf(out, "%s%s = \"", indent, key) < 0)
+	if (fputc('"', out) == EOF)
 		return -1;
 	for (; *v != '\0'; v++) {
 		if ((*v == '"' || *v == '\\') && fputc('\\', out) == EOF)
@@ -1226,7 +1436,30 @@ kh_print_str(FILE *out, const char *indent, const char *key, const char *v)
 		if (fputc(*v, out) == EOF)
 			return -1;
 	}
-	return fputs("\";\n", out) == EOF ? -1 : 0;
+	return fputc('"', out) == EOF ? -1 : 0;
+}
+
+static int
+kh_print_str(FILE *out, const char *indent, const char *key, const char *v)
+{
+	if (fprintf(out, "%s%s = ", indent, key) < 0 || kh_print_quoted(out, v) != 0)
+		return -1;
+	return fputs(";\n", out) == EOF ? -1 : 0;
+}
+
+/* `key = [ "a", "b" ];` on one line. */
+static int
+kh_print_list(FILE *out, const char *indent, const char *key, char *const *v, size_t n)
+{
+	size_t i;
+
+	if (fprintf(out, "%s%s = [", indent, key) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (fputs(i == 0 ? " " : ", ", out) == EOF || kh_print_quoted(out, v[i]) != 0)
+			return -1;
+	}
+	return fputs(" ];\n", out) == EOF ? -1 : 0;
 }
 
 static int
@@ -1305,6 +1538,8 @@ kh_policy_print(const struct kh_policy *p, FILE *out)
 	    kh_print_str(out, "  ", "ca_file", p->trust.ca_file) != 0 ||
 	    kh_print_str(out, "  ", "crl_file", p->trust.crl_file) != 0 ||
 	    kh_print_str(out, "  ", "map", kh_map_rule_name(p->trust.map)) != 0 ||
+	    (p->trust.ndomains > 0 &&
+	     kh_print_list(out, "  ", "domains", p->trust.domains, p->trust.ndomains) != 0) ||
 	    fputs("};\nidentity = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "username", p->identity.username) != 0 ||
 	    fputs(p->identity.ngroups == 0 ? "  groups = [ ];\n" : "  groups = [\n", out) == EOF)
@@ -1314,14 +1549,21 @@ kh_policy_print(const struct kh_policy *p, FILE *out)
 			return -1;
 	}
 	if ((p->identity.ngroups > 0 && fputs("  ];\n", out) == EOF) ||
+	    fputs("  # kube groups: minted only if allowed and not denied, whatever the source\n",
+		  out) == EOF ||
+	    kh_print_list(out, "  ", "allow_groups", p->identity.allow_groups,
+			  p->identity.nallow_groups) != 0 ||
+	    kh_print_list(out, "  ", "deny_groups", p->identity.deny_groups,
+			  p->identity.ndeny_groups) != 0 ||
 	    fputs("};\n", out) == EOF ||
 	    kh_print_issuers(out, p) != 0 ||
 	    fputs("session = {\n", out) == EOF ||
 	    fprintf(out, "  ttl = \"%s\";  # %ld seconds\n", ttl, p->session.ttl) < 0 ||
 	    kh_print_str(out, "  ", "scope", kh_scope_name(p->session.scope)) != 0 ||
-	    fprintf(out, "  revoke_on_logout = %s;\n  cache_pin = %s;\n};\n",
+	    fprintf(out, "  revoke_on_logout = %s;\n  cache_pin = %s;\n  allow_long_ttl = %s;\n};\n",
 		    p->session.revoke_on_logout ? "true" : "false",
-		    p->session.cache_pin ? "true" : "false") < 0 ||
+		    p->session.cache_pin ? "true" : "false",
+		    p->session.allow_long_ttl ? "true" : "false") < 0 ||
 	    fputs("signer = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "key", kh_signer_key_name(p->signer.key)) != 0 ||
 	    fputs("};\npolkit = {\n", out) == EOF ||

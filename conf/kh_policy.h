@@ -24,9 +24,15 @@
 /* Longest string kh_template_expand produces (bytes, without the NUL). */
 #define KH_TEMPLATE_MAX 1024
 
-/* session.ttl bounds, seconds. */
+/* session.ttl bounds, seconds.  Above KH_TTL_LONG only with
+ * session.allow_long_ttl: in exec mode a revoked user keeps a valid
+ * certificate until it expires. */
 #define KH_TTL_MIN 60L
+#define KH_TTL_LONG (24L * 3600)
 #define KH_TTL_MAX (7L * 24 * 3600)
+
+/* Longest trust.domains, identity.allow_groups, identity.deny_groups. */
+#define KH_POLICY_LIST_MAX 64
 
 enum kh_map_rule {      /* trust.map: which certificate field names the user */
 	KH_MAP_CN,
@@ -97,12 +103,22 @@ struct kh_policy {
 		char *ca_file;
 		char *crl_file;   /* "" = no CRL */
 		enum kh_map_rule map;
+		char **domains;   /* map email/upn: the domains whose local parts
+				   * are local users (lower case, exact match) */
+		size_t ndomains;
 	} trust;
 
 	struct {
 		char *username;   /* template, %u = PAM user */
 		struct kh_group_rule *groups;
 		size_t ngroups;
+		/* A kube group is minted only if it matches an allow glob and no
+		 * deny glob (whatever its source); default allow "*", deny
+		 * "system:*" (no certificate O= becomes system:masters). */
+		char **allow_groups;
+		size_t nallow_groups;
+		char **deny_groups;
+		size_t ndeny_groups;
 	} identity;
 
 	struct kh_issuer *issuers;  /* at least one; ids unique */
@@ -113,6 +129,7 @@ struct kh_policy {
 		enum kh_scope scope;
 		bool revoke_on_logout;
 		bool cache_pin;
+		bool allow_long_ttl;      /* ttl may exceed KH_TTL_LONG */
 	} session;
 
 	struct {
@@ -159,6 +176,9 @@ void kh_policy_free(struct kh_policy *policy);
 /* Issuer by id ("" or NULL = the first/default). NULL if none matches. */
 const struct kh_issuer *kh_policy_issuer(const struct kh_policy *policy,
 					 const char *id);
+
+/* May `group` become a kube group (identity.allow_groups/deny_groups)? */
+bool kh_policy_group_allowed(const struct kh_policy *policy, const char *group);
 
 /* Print the effective policy (defaults filled in, no secrets) in libconfig syntax. */
 int kh_policy_print(const struct kh_policy *policy, FILE *out);

@@ -363,7 +363,8 @@ test_every_value_set(void **state)
 		"version = 1;\n"
 		"pkcs11 = { module = \"@D@/module.so\"; };\n"
 		"token = { label = \"card-%u\"; key_label = \"\"; key_id = \"A1b2\"; };\n"
-		"trust = { ca_file = \"@D@/ca.pem\"; crl_file = \"@D@/crl.pem\"; map = \"upn\"; };\n"
+		"trust = { ca_file = \"@D@/ca.pem\"; crl_file = \"@D@/crl.pem\"; map = \"upn\";\n"
+		"  domains = [ \"Corp.Example.COM\", \"example.org\" ]; };\n"
 		"identity = { username = \"oidc:%u\"; groups = ( \"static:devs\", \"cert:OU\" ); };\n"
 		"issuer = { id = \"main\"; key = \"pkcs11:object=i\"; module = \"@D@/module.so\";\n"
 		"  cert_file = \"@D@/issuer.pem\"; pin_file = \"@D@/issuer.pin\"; key_type = \"rsa-3072\"; };\n"
@@ -378,6 +379,9 @@ test_every_value_set(void **state)
 	assert_non_null(p);
 	assert_string_equal(p->token.label, "card-%u");
 	assert_string_equal(p->token.key_label, "");
+	assert_int_equal(p->trust.ndomains, 2);
+	assert_string_equal(p->trust.domains[0], "corp.example.com");   /* lowered */
+	assert_string_equal(p->trust.domains[1], "example.org");
 	assert_string_equal(p->token.key_id, "A1b2");
 	assert_int_equal(p->trust.map, KH_MAP_UPN);
 	assert_int_equal(p->identity.groups[0].source, KH_GROUP_STATIC);
@@ -715,6 +719,58 @@ test_config_file_modes(void **state)
 	free(text);
 }
 
+/*
+ * StrictModes for the directories above every file the policy trusts: a
+ * writer of any of them could replace the file.  A sticky directory of
+ * root's (or the trusted uid's), like /tmp, is safe: others may add
+ * entries there but not rename or remove another owner's (#13).
+ */
+static void
+test_parent_dirs(void **state)
+{
+	struct fixture *fx = *state;
+	struct kh_policy_load_opts o = test_opts();
+	char *text = base_with(fx, 0, NULL), *conf = write_config(fx, fx->sub, text, 0644);
+	char *cadir = path_in(fx, "ca"), *ca = path_in(fx, "ca/ca.pem"), *catext;
+	struct kh_policy *p;
+	kh_error err;
+
+	/* The policy's grandparent open to others, then to the group. */
+	assert_int_equal(chmod(fx->dir, 0777), 0);
+	assert_null(kh_policy_load(conf, &o, &err));
+	assert_non_null(strstr(err.msg, fx->dir));
+	assert_non_null(strstr(err.msg, "mode 0777"));
+	assert_int_equal(chmod(fx->dir, 0770), 0);
+	assert_null(kh_policy_load(conf, &o, &err));
+	assert_non_null(strstr(err.msg, "mode 0770"));
+	/* Sticky and the trusted uid's: safe (this is /tmp for every test). */
+	assert_int_equal(chmod(fx->dir, 01777), 0);
+	p = kh_policy_load(conf, &o, &err);
+	if (p == NULL)
+		print_error("%s\n", err.msg);
+	assert_non_null(p);
+	kh_policy_free(p);
+	assert_int_equal(chmod(fx->dir, 0700), 0);
+
+	/* A named file (the users' CA) in a directory others may write. */
+	assert_int_equal(mkdir(cadir, 0777), 0);
+	assert_int_equal(chmod(cadir, 0777), 0);
+	write_file(ca, "-----BEGIN CERTIFICATE-----\n", 0644);
+	catext = base_with(fx, 4, "trust = { ca_file = \"@D@/ca/ca.pem\"; map = \"cn\"; };");
+	assert_null(load_text(catext, &err));
+	assert_error_at(&err, "test.conf", 4, "mode 0777");
+	assert_non_null(strstr(err.msg, cadir));
+	assert_int_equal(chmod(cadir, 0755), 0);
+	p = load_text(catext, &err);
+	assert_non_null(p);
+	kh_policy_free(p);
+	free(catext);
+	free(ca);
+	free(cadir);
+	free(conf);
+	free(text);
+}
+
 static void
 test_config_owner(void **state)
 {
@@ -756,6 +812,111 @@ test_all_or_nothing(void **state)
 	assert_null(kh_policy_load_string(NULL, "x", NULL, &err));
 }
 
+/* email/upn keep only the local part: the domains must be named (#13). */
+static void
+test_trust_domains(void **state)
+{
+	struct fixture *fx = *state;
+	kh_error err;
+	char *t;
+
+	t = base_with(fx, 4, "trust = { ca_file = \"@D@/ca.pem\"; map = \"email\"; };");
+	assert_null(load_text(t, &err));
+	assert_error_at(&err, "test.conf", 4, "trust.domains is required with map = \"email\"");
+	free(t);
+	t = base_with(fx, 4, "trust = { ca_file = \"@D@/ca.pem\"; map = \"cn\"; domains = [ \"a.example\" ]; };");
+	assert_null(load_text(t, &err));
+	assert_error_at(&err, "test.conf", 4, "trust.domains applies only to map");
+	free(t);
+	t = base_with(fx, 4, "trust = { ca_file = \"@D@/ca.pem\"; map = \"upn\"; domains = [ \"@a.example\" ]; };");
+	assert_null(load_text(t, &err));
+	assert_error_at(&err, "test.conf", 4, "\"@a.example\" is not a domain name");
+	free(t);
+	t = base_with(fx, 4, "trust = { ca_file = \"@D@/ca.pem\"; map = \"upn\"; domains = \"a.example\"; };");
+	assert_null(load_text(t, &err));
+	assert_error_at(&err, "test.conf", 4, "must be a list of strings");
+	free(t);
+}
+
+/* Kube groups from any source pass identity.allow_groups/deny_groups;
+ * system: groups are denied by default (#13). */
+static void
+test_group_lists(void **state)
+{
+	struct fixture *fx = *state;
+	struct kh_policy *p;
+	kh_error err;
+	char *t = base_with(fx, 0, NULL), *out;
+
+	p = load_text(t, &err);
+	assert_non_null(p);
+	assert_false(kh_policy_group_allowed(p, "system:masters"));
+	assert_false(kh_policy_group_allowed(p, "system:nodes"));
+	assert_true(kh_policy_group_allowed(p, "dev"));
+	assert_true(kh_policy_group_allowed(p, "systems-team"));
+	out = print_policy(p);
+	assert_non_null(strstr(out, "allow_groups = [ \"*\" ];"));
+	assert_non_null(strstr(out, "deny_groups = [ \"system:*\" ];"));
+	free(out);
+	kh_policy_free(p);
+	free(t);
+
+	t = base_with(fx, 5, "identity = { groups = [ \"cert:O\" ]; allow_groups = [ \"dev\", \"team-*\" ];"
+		      " deny_groups = [ \"team-x\" ]; };");
+	p = load_text(t, &err);
+	assert_non_null(p);
+	assert_true(kh_policy_group_allowed(p, "dev"));
+	assert_true(kh_policy_group_allowed(p, "team-a"));
+	assert_false(kh_policy_group_allowed(p, "team-x"));
+	assert_false(kh_policy_group_allowed(p, "ops"));
+	assert_false(kh_policy_group_allowed(p, "system:masters"));
+	kh_policy_free(p);
+	free(t);
+
+	/* An admin who really means it may allow system: groups. */
+	t = base_with(fx, 5, "identity = { deny_groups = [ ]; };");
+	p = load_text(t, &err);
+	assert_non_null(p);
+	assert_true(kh_policy_group_allowed(p, "system:masters"));
+	kh_policy_free(p);
+	free(t);
+
+	t = base_with(fx, 5, "identity = { deny_groups = [ 7 ]; };");
+	assert_null(load_text(t, &err));
+	assert_error_at(&err, "test.conf", 5, "entries must be strings");
+	free(t);
+}
+
+/* A ttl over 24h needs session.allow_long_ttl (#13). */
+static void
+test_long_ttl(void **state)
+{
+	struct fixture *fx = *state;
+	struct kh_policy *p;
+	kh_error err;
+	char *t;
+
+	t = base_with(fx, 9, "session = { ttl = \"25h\"; };");
+	assert_null(load_text(t, &err));
+	assert_error_at(&err, "test.conf", 9, "longer than 24h");
+	assert_non_null(strstr(err.msg, "allow_long_ttl"));
+	free(t);
+	t = base_with(fx, 9, "session = { ttl = \"24h\"; };");
+	p = load_text(t, &err);
+	assert_non_null(p);
+	kh_policy_free(p);
+	free(t);
+	t = base_with(fx, 9, "session = { ttl = \"3d\"; allow_long_ttl = true; };");
+	p = load_text(t, &err);
+	assert_non_null(p);
+	assert_int_equal(p->session.ttl, 3 * 24 * 3600);
+	kh_policy_free(p);
+	free(t);
+	t = base_with(fx, 9, "session = { ttl = \"8d\"; allow_long_ttl = true; };");
+	assert_null(load_text(t, &err));
+	free(t);
+}
+
 /* ------------------------------------------------------------------ */
 /* printing                                                            */
 
@@ -764,7 +925,7 @@ test_print(void **state)
 {
 	struct fixture *fx = *state;
 	struct kh_policy_load_opts o = test_opts();
-	char *text = base_with(fx, 9, "session = { ttl = \"1d90m\"; };");
+	char *text = base_with(fx, 9, "session = { ttl = \"1d90m\"; allow_long_ttl = true; };");
 	char *out1, *out2, *out3;
 	struct kh_policy *p, *q;
 	kh_error err;
@@ -1024,6 +1185,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pin_file_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_file_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_owner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parent_dirs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trust_domains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_lists, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_ttl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_print, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_print_two_issuers_escapes, setup, teardown),
