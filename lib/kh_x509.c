@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -250,15 +251,28 @@ kh_subject_single(X509 *cert, int nid, char **out, const char *what, kh_error *e
 			      false, out, what, err);
 }
 
-/* "local@domain" → "local" in place; exactly one '@' with text on both sides. */
+/*
+ * "local@domain" → "local" in place; exactly one '@' with text on both
+ * sides, and the domain one of `domains` (compared whole and without
+ * regard to case): the local part alone names a local user only within
+ * domains the admin vouches for, or alice@partner.example would be alice.
+ */
 static int
-kh_local_part(char *addr, const char *what, kh_error *err)
+kh_local_part(char *addr, const char *what, const char *const *domains,
+	      size_t ndomains, kh_error *err)
 {
 	char *at = strchr(addr, '@');
+	size_t i;
 
 	if (at == NULL || at == addr || at[1] == '\0' || strchr(at + 1, '@') != NULL)
 		return kh_fail(err, KH_ERR_REFUSED, "certificate %s '%s' is not of the form user@domain",
 			       what, addr);
+	for (i = 0; i < ndomains; i++)
+		if (strcasecmp(at + 1, domains[i]) == 0)
+			break;
+	if (i == ndomains)
+		return kh_fail(err, KH_ERR_REFUSED, "certificate %s '%s': domain '%s' is not one "
+			       "of trust.domains", what, addr, at + 1);
 	*at = '\0';
 	return 0;
 }
@@ -311,7 +325,8 @@ kh_san_single(GENERAL_NAMES *names, int type, const GENERAL_NAME **found,
 }
 
 static int
-kh_map_email(X509 *cert, char **name, kh_error *err)
+kh_map_email(X509 *cert, const char *const *domains, size_t ndomains, char **name,
+	     kh_error *err)
 {
 	GENERAL_NAMES *names;
 	const GENERAL_NAME *gn;
@@ -325,7 +340,7 @@ kh_map_email(X509 *cert, char **name, kh_error *err)
 	else if (rc == 0)
 		rc = kh_subject_single(cert, NID_pkcs9_emailAddress, name, "emailAddress", err);
 	GENERAL_NAMES_free(names);
-	if (rc == 0 && (rc = kh_local_part(*name, "email address", err)) != 0) {
+	if (rc == 0 && (rc = kh_local_part(*name, "email address", domains, ndomains, err)) != 0) {
 		free(*name);
 		*name = NULL;
 	}
@@ -333,7 +348,8 @@ kh_map_email(X509 *cert, char **name, kh_error *err)
 }
 
 static int
-kh_map_upn(X509 *cert, char **name, kh_error *err)
+kh_map_upn(X509 *cert, const char *const *domains, size_t ndomains, char **name,
+	   kh_error *err)
 {
 	GENERAL_NAMES *names;
 	const GENERAL_NAME *gn;
@@ -353,7 +369,7 @@ kh_map_upn(X509 *cert, char **name, kh_error *err)
 			rc = kh_asn1_string(v->value.utf8string, false, name, "UPN", err);
 	}
 	GENERAL_NAMES_free(names);
-	if (rc == 0 && (rc = kh_local_part(*name, "UPN", err)) != 0) {
+	if (rc == 0 && (rc = kh_local_part(*name, "UPN", domains, ndomains, err)) != 0) {
 		free(*name);
 		*name = NULL;
 	}
@@ -361,7 +377,8 @@ kh_map_upn(X509 *cert, char **name, kh_error *err)
 }
 
 int
-kh_x509_map_user(X509 *cert, enum kh_map_rule rule, char **name, kh_error *err)
+kh_x509_map_user(X509 *cert, enum kh_map_rule rule, const char *const *domains,
+		 size_t ndomains, char **name, kh_error *err)
 {
 	*name = NULL;
 	if (cert == NULL)
@@ -372,9 +389,9 @@ kh_x509_map_user(X509 *cert, enum kh_map_rule rule, char **name, kh_error *err)
 	case KH_MAP_UID:
 		return kh_subject_single(cert, NID_userId, name, "userId (UID)", err);
 	case KH_MAP_EMAIL:
-		return kh_map_email(cert, name, err);
+		return kh_map_email(cert, domains, ndomains, name, err);
 	case KH_MAP_UPN:
-		return kh_map_upn(cert, name, err);
+		return kh_map_upn(cert, domains, ndomains, name, err);
 	}
 	return kh_fail(err, KH_ERR_INTERNAL, "unknown mapping rule %d", (int)rule);
 }

@@ -34,9 +34,11 @@ int kh_x509_validate(X509 *cert, const char *ca_file, const char *crl_file,
  * The user name a certificate maps to under `rule`.  Exactly one candidate
  * value must exist; it must be printable ASCII without spaces and without
  * embedded NULs.  For email and upn the local part (before the single '@')
- * is returned.  *name is freed with free().
+ * is returned, and only when the domain is one of `domains` (trust.domains,
+ * compared whole, case-insensitively).  *name is freed with free().
  */
-int kh_x509_map_user(X509 *cert, enum kh_map_rule rule, char **name, kh_error *err);
+int kh_x509_map_user(X509 *cert, enum kh_map_rule rule, const char *const *domains,
+		     size_t ndomains, char **name, kh_error *err);
 
 /*
  * All values of subject attribute `attr` ("O" or "OU"), in certificate

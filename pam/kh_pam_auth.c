@@ -118,7 +118,9 @@ validate_and_map_cert(struct auth_ctx *c)
 			     c->policy->trust.crl_file, 0, &err) != 0)
 		return fail_log(c, "token certificate rejected", &err,
 				err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTH_ERR);
-	if (kh_x509_map_user(c->cert, c->policy->trust.map, &mapped, &err) != 0)
+	if (kh_x509_map_user(c->cert, c->policy->trust.map,
+			     (const char *const *)c->policy->trust.domains,
+			     c->policy->trust.ndomains, &mapped, &err) != 0)
 		return fail_log(c, "token certificate names no user", &err, PAM_AUTH_ERR);
 	same = strcmp(mapped, c->user) == 0;
 	if (!same)

@@ -7,7 +7,9 @@
  *   token_probe [-m MODULE] pop LABEL PIN KEYLABEL [KEYID]
  *   token_probe [-m MODULE] user LABEL PIN KEYLABEL KEYID CAFILE CRLFILE MAP
  *   token_probe validate CERTFILE CAFILE [CRLFILE]
- *   token_probe map CERTFILE cn|uid|email|upn
+ *   token_probe map CERTFILE cn|uid|email|upn [DOMAIN...]
+ *     (trust.domains for email/upn: the DOMAINs, else $KH_PROBE_DOMAINS,
+ *     comma-separated; the user flow reads $KH_PROBE_DOMAINS too)
  *   token_probe [-m MODULE] mint URI PINFILE CERTFILE USER GROUPS TTL KEYTYPE OUTCERT OUTKEY
  *   token_probe [-m MODULE] loop N LABEL PIN KEYLABEL
  *   token_probe uri TOKEN OBJECT KEYID SERIAL
@@ -112,6 +114,25 @@ cmd_login(const char *label, const char *pin)
 }
 
 /* The PAM module's path: token, certificate, (validation), login, proof. */
+/* trust.domains for the email/upn rules: $KH_PROBE_DOMAINS, comma-separated. */
+static const char *probe_domains[16];
+static size_t probe_ndomains;
+
+static void
+domains_from_env(void)
+{
+	static char buf[1024];
+	const char *env = getenv("KH_PROBE_DOMAINS");
+	char *save = NULL, *d;
+
+	if (env == NULL || probe_ndomains > 0)
+		return;
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (d = strtok_r(buf, ",", &save); d != NULL && probe_ndomains < 16;
+	     d = strtok_r(NULL, ",", &save))
+		probe_domains[probe_ndomains++] = d;
+}
+
 static int
 user_flow(const char *label, const char *pin, const char *key_label, const char *key_id,
 	  const char *ca_file, const char *crl_file, const char *map, bool quiet)
@@ -143,7 +164,8 @@ user_flow(const char *label, const char *pin, const char *key_label, const char 
 		goto out;
 	tock("find");
 	if (ca_file != NULL && (kh_x509_validate(cert, ca_file, crl_file, 0, &err) != 0 ||
-				kh_x509_map_user(cert, rule, &name, &err) != 0))
+				kh_x509_map_user(cert, rule, probe_domains, probe_ndomains,
+						 &name, &err) != 0))
 		goto out;
 	tock("validate");
 	if (kh_p11_login(p, pin, &err) != 0)
@@ -207,7 +229,7 @@ cmd_map(const char *cert_file, const char *rule)
 		r = KH_MAP_EMAIL;
 	else if (strcmp(rule, "upn") == 0)
 		r = KH_MAP_UPN;
-	rc = kh_x509_map_user(cert, r, &name, &err);
+	rc = kh_x509_map_user(cert, r, probe_domains, probe_ndomains, &name, &err);
 	X509_free(cert);
 	if (rc != 0)
 		return die(&err);
@@ -380,6 +402,7 @@ main(int argc, char **argv)
 		return usage();
 	a = argv + 2;
 	n = argc - 2;
+	domains_from_env();
 	if (strcmp(argv[1], "find") == 0 && n == 1)
 		return cmd_find(a[0]);
 	if (strcmp(argv[1], "login") == 0 && n == 2)
@@ -390,8 +413,13 @@ main(int argc, char **argv)
 		return user_flow(a[0], a[1], a[2], a[3], a[4], a[5], a[6], false);
 	if (strcmp(argv[1], "validate") == 0 && (n == 2 || n == 3))
 		return cmd_validate(a[0], a[1], n == 3 ? a[2] : NULL);
-	if (strcmp(argv[1], "map") == 0 && n == 2)
+	if (strcmp(argv[1], "map") == 0 && n >= 2) {
+		if (n > 2)
+			probe_ndomains = 0;   /* the arguments, not $KH_PROBE_DOMAINS */
+		for (int i = 2; i < n && probe_ndomains < 16; i++)
+			probe_domains[probe_ndomains++] = a[i];
 		return cmd_map(a[0], a[1]);
+	}
 	if (strcmp(argv[1], "mint") == 0 && n == 9)
 		return cmd_mint(a);
 	if (strcmp(argv[1], "loop") == 0 && n == 4) {

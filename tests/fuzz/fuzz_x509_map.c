@@ -18,6 +18,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum kh_map_rule rules[] = { KH_MAP_CN, KH_MAP_UID, KH_MAP_EMAIL, KH_MAP_UPN };
 	static const char *const attrs[] = { "O", "OU" };
+	static const char *const domains[] = { "example.com", "corp.example" };
 	const unsigned char *p = data;
 	X509 *cert = d2i_X509(NULL, &p, (long)size);
 	kh_error err;
@@ -27,7 +28,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
 		char *name = NULL;
 
-		if (kh_x509_map_user(cert, rules[i], &name, &err) == 0) {
+		if (kh_x509_map_user(cert, rules[i], domains, 2, &name, &err) == 0) {
 			/* printable ASCII, no spaces, no '@', not empty */
 			if (name == NULL || name[0] == '\0')
 				__builtin_trap();

@@ -103,10 +103,20 @@ like "$out" "uri=pkcs11:token=alice;object=kube;id=%01;serial=$(pki_token_serial
 	"user path: token URI for the record"
 run "$PROBE" user alice 1234 kube 01 "$PKI_DIR/users.pem" "" uid
 like "$out" "user=asmith" "user path: mapped by UID"
-run "$PROBE" user alice 1234 kube 01 "$PKI_DIR/users.pem" "" email
-like "$out" "user=alice" "user path: mapped by email local part"
-run "$PROBE" map "$PKI_DIR/alice.pem" upn
-is "$out" "alice" "mapping: UPN local part"
+run env KH_PROBE_DOMAINS=example.org "$PROBE" user alice 1234 kube 01 "$PKI_DIR/users.pem" "" email
+like "$out" "user=alice" "user path: mapped by email local part (domain in trust.domains)"
+run "$PROBE" map "$PKI_DIR/alice.pem" upn CORP.Example
+is "$out" "alice" "mapping: UPN local part, domain matched without regard to case"
+# The local part alone names a local user only within trust.domains: with a
+# CA that certifies several domains, alice@corp.example is not local alice
+# for a host of example.org (#13).
+run "$PROBE" map "$PKI_DIR/alice.pem" upn example.org
+like "$rc:$err" "^[1-9].*domain 'corp.example' is not one of trust.domains" \
+	"mapping: a UPN of another domain is refused"
+run "$PROBE" map "$PKI_DIR/alice.pem" upn example.corp.example
+like "$err" "is not one of trust.domains" "mapping: the whole domain must match, not a suffix"
+run "$PROBE" map "$PKI_DIR/alice.pem" email
+like "$err" "is not one of trust.domains" "mapping: no trust.domains, no email mapping"
 run "$PROBE" map "$PKI_DIR/bob.pem" email
 like "$err" "refused: certificate subject has no emailAddress" "mapping: no email, clear refusal"
 

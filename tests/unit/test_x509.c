@@ -106,13 +106,16 @@ leaf(const struct cert_spec *s)
 	return x;
 }
 
+/* trust.domains of the email/upn mappings below. */
+static const char *const test_domains[] = { "example.org", "corp.example" };
+
 static void
 expect_map(const struct cert_spec *s, enum kh_map_rule rule, const char *want)
 {
 	X509 *x = leaf(s);
 	kh_error err = { 0 };
 	char *name = NULL;
-	int rc = kh_x509_map_user(x, rule, &name, &err);
+	int rc = kh_x509_map_user(x, rule, test_domains, 2, &name, &err);
 
 	if (want != NULL) {
 		if (rc != 0)
@@ -175,16 +178,16 @@ test_map_cn_embedded_nul(void **state)
 
 	(void)state;
 	x = leaf_raw_cn(nul, (int)sizeof(nul) - 1, V_ASN1_UTF8STRING);
-	assert_int_equal(kh_x509_map_user(x, KH_MAP_CN, &name, &err), -1);
+	assert_int_equal(kh_x509_map_user(x, KH_MAP_CN, NULL, 0, &name, &err), -1);
 	assert_null(name);
 	assert_non_null(strstr(err.msg, "NUL"));
 	X509_free(x);
 	x = leaf_raw_cn(ctl, (int)sizeof(ctl) - 1, V_ASN1_UTF8STRING);
-	assert_int_equal(kh_x509_map_user(x, KH_MAP_CN, &name, &err), -1);
+	assert_int_equal(kh_x509_map_user(x, KH_MAP_CN, NULL, 0, &name, &err), -1);
 	X509_free(x);
 	/* A BMPString "alice" decodes to plain ASCII and is accepted. */
 	x = leaf_raw_cn((const unsigned char *)"\0a\0l\0i\0c\0e", 10, V_ASN1_BMPSTRING);
-	assert_int_equal(kh_x509_map_user(x, KH_MAP_CN, &name, &err), 0);
+	assert_int_equal(kh_x509_map_user(x, KH_MAP_CN, NULL, 0, &name, &err), 0);
 	assert_string_equal(name, "alice");
 	free(name);
 	X509_free(x);
@@ -254,6 +257,34 @@ test_map_upn(void **state)
 	expect_map(&ia5, KH_MAP_UPN, NULL);
 	expect_map(&other_oid, KH_MAP_UPN, NULL);
 	expect_map(&noat, KH_MAP_UPN, NULL);
+}
+
+/* The local part alone names a local user only within trust.domains (#13). */
+static void
+test_map_domains(void **state)
+{
+	struct cert_spec partner = { .subject = { { "CN", "x" } },
+				     .san = "email:alice@partner.example" };
+	struct cert_spec upcase = { .subject = { { "CN", "x" } },
+				    .san = "otherName:msUPN;UTF8:alice@CORP.Example" };
+	struct cert_spec suffix = { .subject = { { "CN", "x" } },
+				    .san = "email:alice@evil.example.org" };
+	struct cert_spec prefix = { .subject = { { "CN", "x" } },
+				    .san = "email:alice@example.org.evil" };
+	X509 *x = leaf(&partner);
+	kh_error err = { 0 };
+	char *name = NULL;
+
+	(void)state;
+	expect_map(&partner, KH_MAP_EMAIL, NULL);
+	assert_int_equal(kh_x509_map_user(x, KH_MAP_EMAIL, test_domains, 2, &name, &err), -1);
+	assert_non_null(strstr(err.msg, "domain 'partner.example' is not one of trust.domains"));
+	assert_int_equal(kh_x509_map_user(x, KH_MAP_EMAIL, NULL, 0, &name, &err), -1);
+	assert_null(name);
+	X509_free(x);
+	expect_map(&upcase, KH_MAP_UPN, "alice");
+	expect_map(&suffix, KH_MAP_EMAIL, NULL);
+	expect_map(&prefix, KH_MAP_EMAIL, NULL);
 }
 
 /* ---- groups ---- */
@@ -888,6 +919,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_map_cn),
+		cmocka_unit_test(test_map_domains),
 		cmocka_unit_test(test_map_cn_embedded_nul),
 		cmocka_unit_test(test_map_uid),
 		cmocka_unit_test(test_map_email),
