@@ -1,0 +1,179 @@
+# tests/lib/relay.sh — a real kubehsm-relayd for integration tests.
+#
+# Source after tap.sh, users.sh, pki.sh and kubeapi.sh.
+#
+#   relay_init            a system user for relay.run_as, a free privileged
+#                         port (RELAY_PORT), the host issuer (pki), the mTLS
+#                         endpoint (kubeapi) and a policy (RELAY_CONF) with a
+#                         relay section; sets RELAY_RUNDIR, RELAY_KUBECONFIG
+#   relay_policy [deliver=exec|relay|both] [relay=TEXT-IN-THE-SECTION]
+#                         (re)write RELAY_CONF
+#   relay_start [ARGS]    start the daemon in the foreground (log:
+#                         $KH_TMP/relayd.log), wait until control.sock answers
+#   relay_stop            SIGTERM and wait; relay_kill9: SIGKILL and wait
+#   relay_mint USER [O]   a session key and certificate for USER signed by the
+#                         host issuer: $RELAY_SESS/USER.chain, USER.key
+#   relay_deliver USER [EXPIRES]   hand USER's minted session to the relay
+#   relay_ctl ARGS...     tests/relay_client $RELAY_RUNDIR ARGS...
+#   relay_kc USER ARGS... kubectl (RELAY_KUBECTL) as USER through the relay,
+#                         no terminal, stdin /dev/null; run's $out/$err/$rc
+#   free_privileged_port  a port below 1024 nobody listens on, v4 and v6
+#
+# Everything (the daemon, its user, its keyring store) goes at exit.
+
+RELAYD=$KH_BUILDDIR/relay/kubehsm-relayd
+RELAY_CLIENT=$KH_BUILDDIR/tests/relay_client
+RELAY_KUBECTL=${RELAY_KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
+RELAY_PID=
+
+free_privileged_port() {
+	/usr/bin/python3 - <<'EOF'
+import random, socket
+ports = list(range(600, 1000))
+random.shuffle(ports)
+for p in ports:
+    try:
+        for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            s = socket.socket(fam)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((addr, p))
+            s.close()
+        print(p)
+        break
+    except OSError:
+        continue
+EOF
+}
+
+relay_init() {
+	RELAY_USER=khrly$$
+	useradd --system --no-create-home --shell /usr/sbin/nologin "$RELAY_USER" >/dev/null 2>&1 ||
+		{ echo "Bail out! useradd $RELAY_USER failed"; exit 1; }
+	RELAY_UID=$(id -u "$RELAY_USER")
+	on_exit "relay_cleanup"
+	RELAY_PORT=$(free_privileged_port)
+	[ -n "$RELAY_PORT" ] || { echo "Bail out! no free port below 1024"; exit 1; }
+	RELAY_RUNDIR=$KH_TMP/relayd
+	RELAY_SESS=$KH_TMP/sessions
+	mkdir -p -m 0755 "$RELAY_SESS"
+	RELAY_ISSUER_PIN=${RELAY_ISSUER_PIN:-987654}
+	RELAY_HOST=khrhost$$
+	pki_init && pki_ca users "kh relay users CA" && pki_ca issuerca "kh relay issuer CA" &&
+		pki_issuer_token "$RELAY_HOST" "$RELAY_ISSUER_PIN" issuerca ||
+		{ echo "Bail out! PKI"; exit 1; }
+	chmod 0600 "$PKI_DIR/issuer.pin"
+	kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
+	RELAY_CONF=$KH_TMP/etc/kubehsm.conf
+	relay_policy || { echo "Bail out! policy"; exit 1; }
+	RELAY_KUBECONFIG=$KH_TMP/relay.kubeconfig
+	cat >"$RELAY_KUBECONFIG" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: relay
+  cluster:
+    server: http://127.0.0.1:$RELAY_PORT
+contexts:
+- name: relay
+  context:
+    cluster: relay
+    namespace: default
+current-context: relay
+EOF
+	chmod 0644 "$RELAY_KUBECONFIG"
+}
+
+relay_policy() {
+	local deliver=exec extra="" kv
+	for kv in "$@"; do
+		case $kv in
+		deliver=*) deliver=${kv#*=} ;;
+		relay=*) extra=${kv#*=} ;;
+		*) echo "relay_policy: unknown setting '$kv'" >&2; return 1 ;;
+		esac
+	done
+	pki_policy "$RELAY_CONF" "$RELAY_HOST" || return 1
+	sed -i "s|cache_pin = false; };|cache_pin = false; deliver = \"$deliver\"; };|" "$RELAY_CONF"
+	cat >>"$RELAY_CONF" <<EOF
+relay = { run_as = "$RELAY_USER"; rundir = "$RELAY_RUNDIR"; $extra
+  clusters = ( { name = "test"; listen = $RELAY_PORT; server = "$KUBEAPI_URL";
+                 ca_file = "$KUBEAPI_CA"; } ); };
+EOF
+}
+
+relay_start() {
+	local i
+	"$RELAYD" --config "$RELAY_CONF" --foreground --debug "$@" >>"$KH_TMP/relayd.log" 2>&1 &
+	RELAY_PID=$!
+	for i in $(seq 1 100); do
+		kill -0 "$RELAY_PID" 2>/dev/null || break
+		"$RELAY_CLIENT" "$RELAY_RUNDIR" list >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "# kubehsm-relayd did not start:"; sed 's/^/#   /' "$KH_TMP/relayd.log" | tail -20
+	return 1
+}
+
+relay_wait_gone() {
+	local i
+	for i in $(seq 1 100); do
+		kill -0 "$RELAY_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$RELAY_PID" 2>/dev/null
+	RELAY_STATUS=$?
+	RELAY_PID=
+}
+
+relay_stop() {
+	[ -n "$RELAY_PID" ] || return 0
+	kill -TERM "$RELAY_PID" 2>/dev/null
+	relay_wait_gone
+}
+
+relay_kill9() {
+	[ -n "$RELAY_PID" ] || return 0
+	kill -KILL "$RELAY_PID" 2>/dev/null
+	relay_wait_gone
+}
+
+relay_cleanup() {
+	if [ -n "$RELAY_PID" ]; then
+		kill -KILL "$RELAY_PID" 2>/dev/null
+		wait "$RELAY_PID" 2>/dev/null
+	fi
+	# The store outlives the daemon by design: drop it with the test's user.
+	keyctl session - sh -c "k=\$(keyctl get_persistent @s $RELAY_UID) && keyctl clear \$k" \
+		>/dev/null 2>&1
+	userdel "$RELAY_USER" >/dev/null 2>&1
+	if [ "${KH_KEEP_TMP:-0}" = 1 ] || [ "$_tap_failed" -gt 0 ]; then
+		echo "# kubehsm-relayd log (tail):"
+		tail -30 "$KH_TMP/relayd.log" 2>/dev/null | sed 's/^/#   /'
+	fi
+}
+
+relay_mint() {
+	local u=$1 o=${2:-dev} d=$RELAY_SESS
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/$u.key" 2>/dev/null &&
+	openssl req -new -key "$d/$u.key" -subj "/O=$o/CN=$u" -out "$d/$u.csr" 2>/dev/null &&
+	openssl x509 -req -in "$d/$u.csr" -CA "$PKI_DIR/issuer.pem" -CAkey "$PKI_DIR/issuer.key" \
+		-set_serial "0x$(openssl rand -hex 12)" -days 1 -out "$d/$u.pem" \
+		-extfile <(printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n') \
+		2>/dev/null || return 1
+	cat "$d/$u.pem" "$PKI_DIR/issuer.pem" >"$d/$u.chain"
+	chmod 0600 "$d/$u.key"
+}
+
+relay_deliver() {
+	local u=$1 exp=${2:-$(($(date +%s) + 3600))}
+	"$RELAY_CLIENT" "$RELAY_RUNDIR" deliver "$(id -u "$u")" "$u" "" "$exp" \
+		"$RELAY_SESS/$u.chain" "$RELAY_SESS/$u.key"
+}
+
+relay_ctl() { "$RELAY_CLIENT" "$RELAY_RUNDIR" "$@"; }
+
+relay_kc() {
+	local u=$1; shift
+	run setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --init-groups --reset-env \
+		setsid -w timeout 60 "$RELAY_KUBECTL" --kubeconfig "$RELAY_KUBECONFIG" "$@" </dev/null
+}
