@@ -15,6 +15,8 @@ PACKAGES=(
 	softhsm2 opensc libengine-pkcs11-openssl keyutils
 	pamtester libpam-wrapper libpamtest0-dev
 	polkitd dbus nginx-light python3-kubernetes golang-go
+	# the Python client's exec (WebSocket), through kubehsm-relayd
+	python3-websocket
 	# hardening and benchmarks
 	clang libclang-rt-14-dev valgrind strace hyperfine gnuplot-nox libpam-p11
 	xz-utils git procps passwd libcap2-bin

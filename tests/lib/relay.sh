@@ -4,8 +4,10 @@
 #
 #   relay_init            a system user for relay.run_as, a free privileged
 #                         port (RELAY_PORT), the host issuer (pki), the mTLS
-#                         endpoint (kubeapi) and a policy (RELAY_CONF) with a
-#                         relay section; sets RELAY_RUNDIR, RELAY_KUBECONFIG
+#                         endpoint (kubeapi) with its streaming backend
+#                         (kubeback.py: watch, exec, Upgrade echo, big
+#                         bodies) and a policy (RELAY_CONF) with a relay
+#                         section; sets RELAY_RUNDIR, RELAY_KUBECONFIG
 #   relay_policy [deliver=exec|relay|both] [relay=TEXT-IN-THE-SECTION]
 #                         (re)write RELAY_CONF
 #   relay_start [ARGS]    start the daemon in the foreground (log:
@@ -62,6 +64,7 @@ relay_init() {
 		pki_issuer_token "$RELAY_HOST" "$RELAY_ISSUER_PIN" issuerca ||
 		{ echo "Bail out! PKI"; exit 1; }
 	chmod 0600 "$PKI_DIR/issuer.pin"
+	relay_backend_start || { echo "Bail out! kubeback.py did not start"; exit 1; }
 	kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
 	RELAY_CONF=$KH_TMP/etc/kubehsm.conf
 	relay_policy || { echo "Bail out! policy"; exit 1; }
@@ -81,6 +84,31 @@ contexts:
 current-context: relay
 EOF
 	chmod 0644 "$RELAY_KUBECONFIG"
+}
+
+# The streaming backend behind nginx's mTLS: what static files cannot do.
+relay_backend_start() {
+	local i proxy
+	/usr/bin/python3 "$KH_SRCDIR/tests/lib/kubeback.py" "$KH_TMP/kubeback.port" \
+		>"$KH_TMP/kubeback.log" 2>&1 &
+	RELAY_BACKEND_PID=$!
+	on_exit "kill $RELAY_BACKEND_PID"
+	for i in $(seq 1 100); do
+		[ -s "$KH_TMP/kubeback.port" ] && break
+		sleep 0.05
+	done
+	[ -s "$KH_TMP/kubeback.port" ] || return 1
+	proxy="proxy_pass http://127.0.0.1:$(cat "$KH_TMP/kubeback.port");
+			proxy_http_version 1.1; proxy_buffering off; proxy_read_timeout 1h;
+			proxy_set_header Upgrade \$http_upgrade;
+			proxy_set_header Connection \$http_connection;"
+	KUBEAPI_EXTRA="
+		location = /api/v1/namespaces { $proxy }
+		location ~ ^/api/v1/namespaces/default/pods/kh-test-pod(/exec)?\$ { $proxy }
+		location = /kh-echo { $proxy }
+		location = /kh-stream { $proxy }
+		location = /kh-whoami-slow { $proxy }"
+	KUBEAPI_WORKER_CONNECTIONS=${KUBEAPI_WORKER_CONNECTIONS:-2048}
 }
 
 relay_policy() {
@@ -134,7 +162,7 @@ relay_stop() {
 relay_kill9() {
 	[ -n "$RELAY_PID" ] || return 0
 	kill -KILL "$RELAY_PID" 2>/dev/null
-	relay_wait_gone
+	relay_wait_gone 2>/dev/null   # not bash's "Killed" line
 }
 
 relay_cleanup() {
