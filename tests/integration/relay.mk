@@ -9,7 +9,7 @@ tests_relay_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_relay_client_LDADD = lib/libkubehsm.la
 
 TESTS += tests/integration/relay.sh tests/integration/relay_stream.sh \
-	tests/integration/relay_hostile.sh
+	tests/integration/relay_hostile.sh tests/integration/relay_logins.sh
 EXTRA_DIST += tests/integration/relay.sh tests/integration/relay_stream.sh \
-	tests/integration/relay_hostile.sh \
+	tests/integration/relay_hostile.sh tests/integration/relay_logins.sh \
 	tests/lib/relay.sh tests/lib/kubeback.py

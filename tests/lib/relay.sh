@@ -8,8 +8,10 @@
 #                         (kubeback.py: watch, exec, Upgrade echo, big
 #                         bodies) and a policy (RELAY_CONF) with a relay
 #                         section; sets RELAY_RUNDIR, RELAY_KUBECONFIG
+#   relay_setup CONF      the same on top of an existing policy and endpoint
+#                         (the login-program tests have their own)
 #   relay_policy [deliver=exec|relay|both] [relay=TEXT-IN-THE-SECTION]
-#                         (re)write RELAY_CONF
+#                         (re)write RELAY_CONF: the base policy plus these
 #   relay_start [ARGS]    start the daemon in the foreground (log:
 #                         $KH_TMP/relayd.log), wait until control.sock answers
 #   relay_stop            SIGTERM and wait; relay_kill9: SIGKILL and wait
@@ -48,6 +50,25 @@ EOF
 }
 
 relay_init() {
+	RELAY_ISSUER_PIN=${RELAY_ISSUER_PIN:-987654}
+	RELAY_HOST=khrhost$$
+	pki_init && pki_ca users "kh relay users CA" && pki_ca issuerca "kh relay issuer CA" &&
+		pki_issuer_token "$RELAY_HOST" "$RELAY_ISSUER_PIN" issuerca ||
+		{ echo "Bail out! PKI"; exit 1; }
+	chmod 0600 "$PKI_DIR/issuer.pin"
+	relay_backend_start || { echo "Bail out! kubeback.py did not start"; exit 1; }
+	kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
+	pki_policy "$KH_TMP/etc/kubehsm.conf" "$RELAY_HOST" || { echo "Bail out! policy"; exit 1; }
+	relay_setup "$KH_TMP/etc/kubehsm.conf"
+}
+
+# relay_setup CONF: the relay's part on top of an existing policy CONF (its
+# issuer, and KUBEAPI_URL / KUBEAPI_CA of a running endpoint): run_as user,
+# port, rundir, the relay section (relay_policy), the shared kubeconfig.
+relay_setup() {
+	RELAY_CONF=$1
+	RELAY_BASE=$KH_TMP/relay-base.conf
+	cp "$RELAY_CONF" "$RELAY_BASE"
 	RELAY_USER=khrly$$
 	useradd --system --no-create-home --shell /usr/sbin/nologin "$RELAY_USER" >/dev/null 2>&1 ||
 		{ echo "Bail out! useradd $RELAY_USER failed"; exit 1; }
@@ -58,16 +79,7 @@ relay_init() {
 	RELAY_RUNDIR=$KH_TMP/relayd
 	RELAY_SESS=$KH_TMP/sessions
 	mkdir -p -m 0755 "$RELAY_SESS"
-	RELAY_ISSUER_PIN=${RELAY_ISSUER_PIN:-987654}
-	RELAY_HOST=khrhost$$
-	pki_init && pki_ca users "kh relay users CA" && pki_ca issuerca "kh relay issuer CA" &&
-		pki_issuer_token "$RELAY_HOST" "$RELAY_ISSUER_PIN" issuerca ||
-		{ echo "Bail out! PKI"; exit 1; }
-	chmod 0600 "$PKI_DIR/issuer.pin"
-	relay_backend_start || { echo "Bail out! kubeback.py did not start"; exit 1; }
-	kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
-	RELAY_CONF=$KH_TMP/etc/kubehsm.conf
-	relay_policy || { echo "Bail out! policy"; exit 1; }
+	relay_policy || { echo "Bail out! relay policy"; exit 1; }
 	RELAY_KUBECONFIG=$KH_TMP/relay.kubeconfig
 	cat >"$RELAY_KUBECONFIG" <<EOF
 apiVersion: v1
@@ -120,8 +132,8 @@ relay_policy() {
 		*) echo "relay_policy: unknown setting '$kv'" >&2; return 1 ;;
 		esac
 	done
-	pki_policy "$RELAY_CONF" "$RELAY_HOST" || return 1
-	sed -i "s|cache_pin = false; };|cache_pin = false; deliver = \"$deliver\"; };|" "$RELAY_CONF"
+	sed "s|cache_pin = false; };|cache_pin = false; deliver = \"$deliver\"; };|" \
+		"$RELAY_BASE" >"$RELAY_CONF" || return 1
 	cat >>"$RELAY_CONF" <<EOF
 relay = { run_as = "$RELAY_USER"; rundir = "$RELAY_RUNDIR"; $extra
   clusters = ( { name = "test"; listen = $RELAY_PORT; server = "$KUBEAPI_URL";
@@ -199,6 +211,25 @@ relay_deliver() {
 }
 
 relay_ctl() { "$RELAY_CLIENT" "$RELAY_RUNDIR" "$@"; }
+
+# relay_keys: "UID KEY-PEM-BASE64" per session the relay keeps, read as root
+# from its keyring store (root possesses the persistent keyring it asks for).
+relay_keys() {
+	keyctl session - sh -c '
+		p=$(keyctl get_persistent @s "$1") || exit 1
+		v=$(keyctl search "$p" keyring "kubehsm-relayd:v1:$2") || exit 1
+		for k in $(keyctl rlist "$v"); do
+			keyctl pipe "$k" 2>/dev/null; echo
+		done' - "$RELAY_UID" "$RELAY_RUNDIR" 2>/dev/null |
+	/usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        s = json.loads(line)
+        body = "".join(l for l in s["key"].splitlines() if not l.startswith("-----"))
+        print(s["uid"], body)'
+}
 
 relay_kc() {
 	local u=$1; shift
