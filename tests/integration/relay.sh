@@ -63,6 +63,15 @@ is "$listen" "127.0.0.1:$RELAY_PORT [::1]:$RELAY_PORT " "it listens on 127.0.0.1
 is "$(stat -c '%a %U' "$RELAY_RUNDIR/control.sock") $(stat -c '%a %U' "$RELAY_RUNDIR/user.sock")" \
 	"600 root 666 root" "control.sock is root's only, user.sock anyone's"
 
+# --- one kubeconfig for everybody, without credentials ----------------------
+is "$(stat -c %a "$RELAY_KUBECONFIG")" 644 "kubehsm kubeconfig --relay --write: a file every user can read"
+is "$(grep -E '^ *(server|current-context):' "$RELAY_KUBECONFIG" | tr -s ' ' | tr '\n' ' ')" \
+	" server: http://127.0.0.1:$RELAY_PORT current-context: test " "... pointing at the relay's port"
+grep -Eqi 'user|token|cert|key|exec' <(grep -v '^#' "$RELAY_KUBECONFIG")
+is "$?" 1 "... with no user entry and no credential of any kind"
+run "$KUBEHSM" kubeconfig --relay --config "$RELAY_CONF" --cluster nope
+like "$rc:$err" "^1:kubehsm: kubeconfig: no relay cluster named 'nope'" "an unknown --cluster is an error"
+
 # --- two users, one port, each as themselves -----------------------------
 for u in "$alice" "$bob"; do
 	relay_mint "$u" || { echo "Bail out! mint $u"; exit 1; }

@@ -80,22 +80,10 @@ relay_setup() {
 	RELAY_SESS=$KH_TMP/sessions
 	mkdir -p -m 0755 "$RELAY_SESS"
 	relay_policy || { echo "Bail out! relay policy"; exit 1; }
+	# The shared kubeconfig, as an admin makes it.
 	RELAY_KUBECONFIG=$KH_TMP/relay.kubeconfig
-	cat >"$RELAY_KUBECONFIG" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: relay
-  cluster:
-    server: http://127.0.0.1:$RELAY_PORT
-contexts:
-- name: relay
-  context:
-    cluster: relay
-    namespace: default
-current-context: relay
-EOF
-	chmod 0644 "$RELAY_KUBECONFIG"
+	"$KUBEHSM" kubeconfig --relay --config "$RELAY_CONF" --write "$RELAY_KUBECONFIG" ||
+		{ echo "Bail out! kubehsm kubeconfig --relay"; exit 1; }
 }
 
 # The streaming backend behind nginx's mTLS: what static files cannot do.
