@@ -1061,7 +1061,6 @@ kh_load_polkit(const struct kh_loader *ld, const config_setting_t *root, struct 
 /* relay: kubehsm-relayd and session.deliver                           */
 
 #define KH_RELAY_DEFAULT_RUN_AS          "kubehsm"
-#define KH_RELAY_DEFAULT_RUNDIR          "/run/kubehsm-relayd"
 #define KH_RELAY_DEFAULT_HANDSHAKE       "10s"
 #define KH_RELAY_DEFAULT_IDLE            "1h"
 #define KH_RELAY_DEFAULT_MAX_SESSIONS    1024

@@ -92,6 +92,8 @@ struct kh_issuer {
 #define KH_RELAY_PORT_MAX 1023
 #define KH_RELAY_CLUSTERS_MAX 64
 #define KH_RELAY_NAME_MAX 32
+/* relay.rundir when the policy does not say. */
+#define KH_RELAY_DEFAULT_RUNDIR "/run/kubehsm-relayd"
 
 /* One API server the relay serves on one loopback port. */
 struct kh_relay_cluster {

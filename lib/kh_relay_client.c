@@ -21,6 +21,7 @@
 
 #include "kh_mem.h"
 #include "kh_relay_client.h"
+#include "kh_rundir.h"
 
 /* The directory holding the sockets: root's, and only root's to change. */
 static int
@@ -210,6 +211,32 @@ kh_relay_forget_at(const char *rundir, const char *sockname, const struct kh_rel
 	return 0;
 }
 
+/*
+ * The relay is not running, but its keyring store may still hold the
+ * uid's session and would serve it again at its next start: leave a note
+ * it reads then (root-only, under KH_RUNDIR/relay-forget, named by uid,
+ * dated by its mtime).
+ */
+static int
+kh_relay_forget_later(uid_t uid, enum kh_relay_reason reason, kh_error *err)
+{
+	const char *why = kh_relay_reason_name(reason);
+	char path[256], name[32];
+	ssize_t n;
+	int fd;
+
+	(void)snprintf(name, sizeof(name), "%u", (unsigned)uid);
+	if (kh_rundir_file(KH_RELAY_PENDING_DIR, name, path, sizeof(path), err) != 0)
+		return -1;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "%s: %s", path, strerror(errno));
+	n = write(fd, why, strlen(why));
+	if (close(fd) != 0 || n != (ssize_t)strlen(why))
+		return kh_fail(err, KH_ERR_INTERNAL, "%s: cannot write", path);
+	return 0;
+}
+
 int
 kh_relay_forget(const char *rundir, uid_t uid, const char *issuer,
 		enum kh_relay_reason reason, unsigned *sessions, unsigned *connections,
@@ -220,8 +247,17 @@ kh_relay_forget(const char *rundir, uid_t uid, const char *issuer,
 		.reason = reason,
 	};
 
-	return kh_relay_forget_at(rundir, KH_RELAY_CONTROL_SOCK, &req, sessions, connections,
-				  err);
+	if (kh_relay_forget_at(rundir, KH_RELAY_CONTROL_SOCK, &req, sessions, connections,
+			       err) == 0)
+		return 0;
+	if (err->code != KH_ERR_NOTFOUND || geteuid() != 0)
+		return -1;
+	/* Not running: it forgets at its next start (every issuer of the uid). */
+	if (sessions != NULL)
+		*sessions = 0;
+	if (connections != NULL)
+		*connections = 0;
+	return kh_relay_forget_later(uid, reason, err);
 }
 
 int

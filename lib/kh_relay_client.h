@@ -33,10 +33,16 @@ int kh_relay_call(const char *rundir, const char *sockname,
 /* Hand one session (with its key) to the relay: control.sock, root only. */
 int kh_relay_deliver(const char *rundir, const struct kh_relay_session *s, kh_error *err);
 
+/* Under KH_RUNDIR (root's): forgets for a relay that is not running. */
+#define KH_RELAY_PENDING_DIR "relay-forget"
+
 /*
  * Make the relay forget uid's session for issuer (NULL: every issuer) and
  * close that uid's connections to it: control.sock (root).  The reason
- * shows in the 401 the user gets next.  *sessions and
+ * shows in the 401 the user gets next.  When no relay runs, root leaves a
+ * note it applies at its next start to every session of the uid it took
+ * before (its keyring store outlives it), and this returns 0 with zero
+ * counts.  *sessions and
  * *connections (either may be NULL) say how many went.
  */
 int kh_relay_forget(const char *rundir, uid_t uid, const char *issuer,

@@ -180,13 +180,20 @@ kh_relay_get_text(json_t *obj, const char *key, const char *where, char kind,
 static json_t *
 kh_relay_session_json(const struct kh_relay_session *s)
 {
-	return json_pack("{s:I, s:s, s:s, s:I, s:s, s:s}",
-			 "uid", (json_int_t)s->uid,
-			 "user", s->user,
-			 "issuer", s->issuer != NULL ? s->issuer : "",
-			 "expires", (json_int_t)s->expires,
-			 "chain", s->chain_pem,
-			 "key", s->key_pem);
+	json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:s, s:s}",
+			      "uid", (json_int_t)s->uid,
+			      "user", s->user,
+			      "issuer", s->issuer != NULL ? s->issuer : "",
+			      "expires", (json_int_t)s->expires,
+			      "chain", s->chain_pem,
+			      "key", s->key_pem);
+
+	if (o != NULL && s->delivered != 0 &&
+	    json_object_set_new(o, "delivered", json_integer((json_int_t)s->delivered)) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static int
@@ -234,10 +241,10 @@ static int
 kh_relay_session_from_json(json_t *o, struct kh_relay_session *s, kh_error *err)
 {
 	static const char *const fields[] = {
-		"uid", "user", "issuer", "expires", "chain", "key", NULL,
+		"uid", "user", "issuer", "expires", "delivered", "chain", "key", NULL,
 	};
 	const char *where = "session: ";
-	json_int_t uid = 0, expires = 0;
+	json_int_t uid = 0, expires = 0, delivered = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (!json_is_object(o))
@@ -245,6 +252,8 @@ kh_relay_session_from_json(json_t *o, struct kh_relay_session *s, kh_error *err)
 	if (kh_relay_known_fields(o, fields, where, err) != 0 ||
 	    kh_relay_get_int(o, "uid", where, 0, KH_RELAY_UID_MAX, true, &uid, NULL, err) != 0 ||
 	    kh_relay_get_int(o, "expires", where, 1, INT64_MAX / 2, true, &expires, NULL,
+			     err) != 0 ||
+	    kh_relay_get_int(o, "delivered", where, 0, INT64_MAX / 2, false, &delivered, NULL,
 			     err) != 0 ||
 	    kh_relay_get_text(o, "user", where, 'u', NULL, true, &s->user, err) < 0 ||
 	    kh_relay_get_text(o, "issuer", where, 'i', NULL, true, &s->issuer, err) < 0 ||
@@ -257,6 +266,7 @@ kh_relay_session_from_json(json_t *o, struct kh_relay_session *s, kh_error *err)
 	}
 	s->uid = (uid_t)uid;
 	s->expires = (int64_t)expires;
+	s->delivered = (int64_t)delivered;
 	return 0;
 }
 

@@ -63,6 +63,7 @@ struct kh_relay_session {
 	char *user;             /* the PAM user name, for messages and listings */
 	char *issuer;           /* "" = the default issuer */
 	int64_t expires;        /* unix seconds */
+	int64_t delivered;      /* unix seconds the relay took it (its store only; 0 = unset) */
 	char *chain_pem;        /* session certificate, then the issuer chain */
 	char *key_pem;          /* SECRET: the session private key */
 };

@@ -51,6 +51,8 @@ struct kh_rstore;
 /* Control connections open at once, and the time each gets. */
 #define KH_RELAY_CTL_MAX 64
 #define KH_RELAY_CTL_TIMEOUT_SEC 5
+/* Room for an issuer id (at most 32 characters) and its NUL. */
+#define KH_RELAY_ISSUER_BUF 40
 
 /* One configured cluster at run time. */
 struct kh_rcluster {
@@ -94,6 +96,7 @@ struct kh_rsession {
 	char *user_name;
 	char *issuer;
 	int64_t expires;
+	int64_t delivered;              /* when the relay took it (unix seconds) */
 	X509 *leaf;
 	STACK_OF(X509) *chain;          /* the certificates after the leaf */
 	EVP_PKEY *key;
@@ -152,6 +155,17 @@ int kh_rsession_list(struct kh_relayd *rd, bool all, uid_t uid,
 void kh_rsession_free_all(struct kh_relayd *rd);
 /* Sessions from the keyring store, after a restart. */
 void kh_rsession_restore(struct kh_relayd *rd);
+
+/* A forget that came while the relay was not running (kh_relay_client). */
+struct kh_rpending {
+	uid_t uid;
+	time_t when;
+	char reason[16];
+};
+/* As root, before the drop: take (and remove) the pending forgets. */
+int kh_rpending_take(struct kh_rpending **out, size_t *n, kh_error *err);
+/* After the restore: forget what those name, if taken before them. */
+void kh_rsession_apply_pending(struct kh_relayd *rd, const struct kh_rpending *p, size_t n);
 
 /* ---- kh_rconn.c ---- */
 void kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,

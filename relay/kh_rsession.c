@@ -310,7 +310,7 @@ kh_rsession_expired(evutil_socket_t fd, short what, void *arg)
 	struct kh_rsession *s = arg;
 	unsigned n = 0, c = 0;
 	uid_t uid = s->user->uid;
-	char issuer[64];
+	char issuer[KH_RELAY_ISSUER_BUF];
 
 	(void)fd;
 	(void)what;
@@ -377,9 +377,11 @@ kh_rsession_add(struct kh_relayd *rd, struct kh_relay_session *in, int slot, boo
 		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		goto out;
 	}
+	s->delivered = in->delivered != 0 ? in->delivered : (int64_t)time(NULL);
 	/* The last step that can fail: nothing is undone after it. */
 	if (persist) {
 		in->expires = s->expires;
+		in->delivered = s->delivered;
 		if (kh_relay_session_encode(in, &blob, &blen, err) != 0 ||
 		    kh_rstore_put(rd->store, old != NULL ? old->slot : -1, blob, blen, s->expires,
 				  &s->slot, err) != 0)
@@ -539,4 +541,34 @@ kh_rsession_restore(struct kh_relayd *rd)
 {
 	kh_rstore_foreach(rd->store, kh_rsession_restore_one, rd);
 	kh_rlog(LOG_INFO, "%u session(s) restored from the keyring", rd->nsessions);
+}
+
+void
+kh_rsession_apply_pending(struct kh_relayd *rd, const struct kh_rpending *p, size_t n)
+{
+	struct kh_rsession *s;
+	struct kh_ruser *u;
+	char issuer[KH_RELAY_ISSUER_BUF];
+	unsigned ns, nc;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		/* ended_why must outlive p: one of the static names. */
+		const char *why = strcmp(p[i].reason, "logout") == 0 ? "logout" : "revoked";
+
+		for (;;) {
+			/* Only what it had taken before the forget was asked. */
+			u = kh_ruser_get(rd, p[i].uid, false);
+			for (s = u != NULL ? u->sessions : NULL; s != NULL; s = s->next) {
+				if (s->delivered <= (int64_t)p[i].when)
+					break;
+			}
+			if (s == NULL)
+				break;
+			(void)snprintf(issuer, sizeof(issuer), "%s", s->issuer);
+			kh_rlog(LOG_INFO, "uid %u: the session for issuer \"%s\" ended (%s) while "
+				"the relay was not running", (unsigned)p[i].uid, issuer, why);
+			kh_rsession_forget(rd, p[i].uid, issuer, why, &ns, &nc);
+		}
+	}
 }

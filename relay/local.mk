@@ -13,6 +13,7 @@ relay_kubehsm_relayd_SOURCES = \
 	relay/kh_rpeer.c relay/kh_rpeer.h \
 	relay/kh_rstore.c relay/kh_rstore.h \
 	relay/kh_rsession.c \
+	relay/kh_rpending.c \
 	relay/kh_rconn.c \
 	relay/kh_rdeny.c relay/kh_rdeny.h \
 	relay/kh_rctl.c

@@ -261,7 +261,8 @@ static int
 kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 {
 	struct event_config *cfg;
-	size_t i;
+	struct kh_rpending *pending = NULL;
+	size_t i, npending = 0;
 	bool dns = false;
 
 	if (kh_relayd_clusters(rd, err) != 0 ||
@@ -298,11 +299,18 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 			return kh_fail(err, KH_ERR_INTERNAL, "cannot set up DNS (resolv.conf)");
 	}
 	rd->notify_fd = kh_relayd_notify_open();
-	if (kh_rpriv_drop(rd->run_uid, rd->run_gid, err) != 0)
+	/* Root's notes of what ended while we were down (root-only directory). */
+	if (kh_rpending_take(&pending, &npending, err) != 0)
 		return -1;
+	if (kh_rpriv_drop(rd->run_uid, rd->run_gid, err) != 0) {
+		free(pending);
+		return -1;
+	}
 	kh_rlog(LOG_INFO, "running as %s (uid %u), no capabilities",
 		rd->policy->relay.run_as, (unsigned)rd->run_uid);
 	kh_rsession_restore(rd);
+	kh_rsession_apply_pending(rd, pending, npending);
+	free(pending);
 	if (kh_rlisten_start(rd, err) != 0 || kh_relayd_events(rd, err) != 0)
 		return -1;
 	return 0;

@@ -204,4 +204,21 @@ relay_stop
 wait_exit "$WATCH_PID" 10
 ok $? "stopping the relay ends it too"
 
+# --- a logout while the relay is down is not forgotten ------------------------
+pending=/run/kubehsm/relay-forget/$(id -u "$alice")
+run relay_ctl forget "$(id -u "$alice")" '*' logout
+is "$rc:$out" "0:sessions=0 connections=0" "root's forget while the relay is down succeeds"
+is "$(stat -c '%a %U' "$pending" 2>&1)" "600 root" "... as a root-only note for the relay's next start"
+relay_start || exit 1
+run relay_ctl list
+is "$(awk '{print $2}' <<<"$out")" "$bob" "at the restart the relay drops $alice's session, keeps $bob's"
+[ ! -e "$pending" ]
+ok $? "... and removes the note"
+relay_kc "$alice" get --raw /kh-whoami
+like "$rc:$err" "^1:.*ended at .* \(logout\)" "$alice gets a 401: her session ended at logout"
+relay_mint "$alice" && relay_deliver "$alice"
+relay_kc "$alice" get --raw /kh-whoami
+is "$rc:$out" "0:$(serial "$alice") CN=$alice,O=dev" "a new session of $alice is served"
+relay_stop
+
 done_testing
