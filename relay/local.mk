@@ -27,6 +27,9 @@ dist_man_MANS += relay/kubehsm-relayd.8
 # The systemd unit, with the installed path of the daemon filled in.
 if KH_SYSTEMD_UNIT
 systemdsystemunit_DATA = relay/kubehsm-relayd.service
+relay_unitdir = $(systemdsystemunitdir)
+else
+relay_unitdir = no
 endif
 CLEANFILES += relay/kubehsm-relayd.service
 EXTRA_DIST += relay/kubehsm-relayd.service.in
