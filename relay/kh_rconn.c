@@ -312,8 +312,15 @@ kh_rconn_up_error(struct kh_rconn *c, short what, char *buf, size_t n)
 		(void)snprintf(buf, n, "cannot resolve %s: %s", c->cl->conf->server_host,
 			       evutil_gai_strerror(dns));
 	} else if (e != 0) {
+		SSL *s = bufferevent_openssl_get_ssl(c->up);
+		long vr = s != NULL ? SSL_get_verify_result(s) : X509_V_OK;
+
 		ERR_error_string_n(e, ssl, sizeof(ssl));
-		(void)snprintf(buf, n, "TLS with %s failed: %s", c->cl->conf->server, ssl);
+		/* Say why the API server's certificate was refused, not just that it was. */
+		(void)snprintf(buf, n, "TLS with %s failed: %s%s%s%s", c->cl->conf->server, ssl,
+			       vr != X509_V_OK ? " (" : "",
+			       vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "",
+			       vr != X509_V_OK ? ")" : "");
 	} else if (what & BEV_EVENT_EOF) {
 		(void)snprintf(buf, n, "%s closed the connection", c->cl->conf->server);
 	} else {

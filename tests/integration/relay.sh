@@ -144,9 +144,32 @@ is "$rc:$out" "0:sessions=1 connections=0" "through user.sock a user ends their 
 relay_kc "$bob" get --raw /kh-whoami
 like "$rc:$err" "^1:.*ended at .* \(logout\)" "... and is told so at the next request"
 
-# --- down: nobody else can take the port ---------------------------------
+# --- an API server by name, and one whose certificate names another host -------
 relay_stop
 is "$RELAY_STATUS" 0 "SIGTERM stops the daemon cleanly"
+P2=$(free_privileged_port)
+P3=$(free_privileged_port)
+while [ "$P3" = "$P2" ]; do P3=$(free_privileged_port); done
+relay_policy clusters=", { name = \"byname\"; listen = $P2; server = \"https://localhost:${KUBEAPI_URL##*:}\";
+	ca_file = \"$KUBEAPI_CA\"; }, { name = \"wrongname\"; listen = $P3; server = \"$KUBEAPI_URL\";
+	ca_file = \"$KUBEAPI_CA\"; server_name = \"api.example.org\"; }"
+relay_start
+ok $? "the relay starts with three clusters"
+run relay_deliver "$alice"
+run setpriv --reuid="$(id -u "$alice")" --regid="$(id -g "$alice")" --init-groups --reset-env \
+	curl -sS --max-time 30 "http://127.0.0.1:$P2/kh-whoami"
+is "$rc:$out" "0:$(serial "$alice") CN=$alice,O=dev" \
+	"a cluster whose server is a host name (resolved by the relay, checked against the certificate)" ||
+	diag "$err"
+run setpriv --reuid="$(id -u "$alice")" --regid="$(id -g "$alice")" --init-groups --reset-env \
+	curl -s --max-time 30 -w ' %{http_code}' "http://127.0.0.1:$P3/kh-whoami"
+like "$rc:$(tr -d '\n' <<<"$out")" \
+	'^0:.*"message":"kubehsm-relayd: cluster wrongname: TLS with [^"]*certificate verify failed \(hostname mismatch\)".* 503$' \
+	"a server certificate that does not name server_name: a 503 that says so, no request sent"
+relay_stop
+is "$RELAY_STATUS" 0 "... and stops cleanly again"
+
+# --- down: nobody else can take the port ---------------------------------
 for addr in 127.0.0.1 ::1; do
 	run setpriv --reuid="$(id -u "$carol")" --regid="$(id -g "$carol")" --init-groups --reset-env \
 		$PY -c "import socket,sys; s=socket.socket(socket.AF_INET6 if ':' in '$addr' else socket.AF_INET); s.bind(('$addr', $RELAY_PORT)); s.listen(); print('bound')"

@@ -11,6 +11,7 @@
 #   relay_setup CONF      the same on top of an existing policy and endpoint
 #                         (the login-program tests have their own)
 #   relay_policy [deliver=exec|relay|both] [relay=TEXT-IN-THE-SECTION]
+#                [clusters=", { MORE CLUSTERS }"]
 #                         (re)write RELAY_CONF: the base policy plus these
 #   relay_start [ARGS]    start the daemon in the foreground (log:
 #                         $KH_TMP/relayd.log), wait until control.sock answers
@@ -29,6 +30,7 @@ RELAYD=$KH_BUILDDIR/relay/kubehsm-relayd
 RELAY_CLIENT=$KH_BUILDDIR/tests/relay_client
 RELAY_KUBECTL=${RELAY_KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
 RELAY_PID=
+RELAY_DEBUG=${RELAY_DEBUG-1}   # empty: no --debug (the benchmark)
 
 free_privileged_port() {
 	/usr/bin/python3 - <<'EOF'
@@ -112,11 +114,12 @@ relay_backend_start() {
 }
 
 relay_policy() {
-	local deliver=exec extra="" kv
+	local deliver=exec extra="" more="" kv
 	for kv in "$@"; do
 		case $kv in
 		deliver=*) deliver=${kv#*=} ;;
 		relay=*) extra=${kv#*=} ;;
+		clusters=*) more=${kv#*=} ;;
 		*) echo "relay_policy: unknown setting '$kv'" >&2; return 1 ;;
 		esac
 	done
@@ -125,13 +128,14 @@ relay_policy() {
 	cat >>"$RELAY_CONF" <<EOF
 relay = { run_as = "$RELAY_USER"; rundir = "$RELAY_RUNDIR"; $extra
   clusters = ( { name = "test"; listen = $RELAY_PORT; server = "$KUBEAPI_URL";
-                 ca_file = "$KUBEAPI_CA"; } ); };
+                 ca_file = "$KUBEAPI_CA"; } $more ); };
 EOF
 }
 
 relay_start() {
 	local i
-	"$RELAYD" --config "$RELAY_CONF" --foreground --debug "$@" >>"$KH_TMP/relayd.log" 2>&1 &
+	"$RELAYD" --config "$RELAY_CONF" --foreground ${RELAY_DEBUG:+--debug} "$@" \
+		>>"$KH_TMP/relayd.log" 2>&1 &
 	RELAY_PID=$!
 	for i in $(seq 1 100); do
 		kill -0 "$RELAY_PID" 2>/dev/null || break
