@@ -61,6 +61,7 @@ struct kh_rconn {
 	time_t deadline;            /* WAIT, CONNECTING, DENY, LINGER (monotonic s) */
 	time_t last_io;             /* RELAY: last byte moved either way */
 	bool answered;              /* the API server sent the client a byte */
+	bool busy;                  /* RELAY: bytes moved since the last compaction */
 	bool closing;               /* one side ended: flush the other, then close */
 	int deny_code;
 	char *deny_msg;
@@ -224,6 +225,40 @@ kh_rconn_deny_write(struct bufferevent *bev, void *arg)
 /* ------------------------------------------------------------------ */
 /* relaying                                                             */
 
+/*
+ * An idle connection (a watch with nothing to say, a request the API server
+ * is still working on) should cost its sockets and its TLS state, not
+ * buffers: libevent leaves an empty chain of a whole read's size reserved
+ * in the upstream input after each read that found nothing, and OpenSSL
+ * keeps its 16 KiB record buffer from that read (SSL_MODE_RELEASE_BUFFERS
+ * frees it only after a record).  Both go when nothing is waiting in them;
+ * the next read makes them again.
+ */
+static void
+kh_rconn_compact(struct kh_rconn *c)
+{
+	struct bufferevent *bevs[2] = { c->down, c->up };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		struct evbuffer *in = bevs[i] != NULL ? bufferevent_get_input(bevs[i]) : NULL;
+
+		if (in != NULL && evbuffer_get_length(in) == 0)
+			(void)evbuffer_drain(in, 0);    /* frees empty chains */
+	}
+	if (c->up != NULL && bufferevent_openssl_get_ssl(c->up) != NULL)
+		(void)SSL_free_buffers(bufferevent_openssl_get_ssl(c->up));   /* 0 if in use */
+	c->rd->trim_due = true;
+}
+
+/* Move large streams in large steps (libevent's default is 16 KiB a call). */
+static void
+kh_rconn_big_io(struct bufferevent *bev)
+{
+	(void)bufferevent_set_max_single_read(bev, KH_RELAY_BUF_HIGH / 2);
+	(void)bufferevent_set_max_single_write(bev, KH_RELAY_BUF_HIGH / 2);
+}
+
 /* Move what `from` read to `to`; stop reading `from` while `to` is full. */
 static void
 kh_rconn_pump(struct kh_rconn *c, struct bufferevent *from, struct bufferevent *to)
@@ -235,6 +270,11 @@ kh_rconn_pump(struct kh_rconn *c, struct bufferevent *from, struct bufferevent *
 		return;
 	}
 	c->last_io = kh_mono();
+	if (!c->busy) {
+		/* Compact this connection's buffers once the burst is over. */
+		c->busy = true;
+		kh_rconn_arm(c, KH_RELAY_COMPACT_SEC);
+	}
 	if (evbuffer_get_length(out) >= KH_RELAY_BUF_HIGH) {
 		bufferevent_disable(from, EV_READ);
 		bufferevent_setwatermark(to, EV_WRITE, KH_RELAY_BUF_HIGH / 2, 0);
@@ -351,7 +391,8 @@ kh_rconn_up_connected(struct kh_rconn *c)
 	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->state = KH_RC_RELAY;
 	c->last_io = kh_mono();
-	kh_rconn_arm(c, c->rd->policy->relay.idle_timeout);
+	c->busy = true;         /* the handshake's buffers: compacted in a moment */
+	kh_rconn_arm(c, KH_RELAY_COMPACT_SEC);
 	bufferevent_setcb(c->down, kh_rconn_down_read, kh_rconn_down_write, kh_rconn_down_event, c);
 	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
 	bufferevent_enable(c->up, EV_READ | EV_WRITE);
@@ -432,6 +473,7 @@ kh_rconn_connect(struct kh_rconn *c, struct kh_rsession *s, kh_error *err)
 	}
 	/* API servers and proxies often skip close_notify. */
 	bufferevent_openssl_set_allow_dirty_shutdown(c->up, 1);
+	kh_rconn_big_io(c->up);
 	bufferevent_setcb(c->up, kh_rconn_up_read, kh_rconn_up_write, kh_rconn_up_event, c);
 	bufferevent_setwatermark(c->up, EV_READ, 0, KH_RELAY_BUF_HIGH);
 	c->state = KH_RC_CONNECTING;
@@ -500,6 +542,10 @@ kh_rconn_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	switch (c->state) {
 	case KH_RC_RELAY:
+		if (c->busy) {
+			c->busy = false;
+			kh_rconn_compact(c);
+		}
 		if (now - c->last_io < idle) {
 			kh_rconn_arm(c, idle - (now - c->last_io));
 			return;
@@ -579,6 +625,7 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		return;
 	}
 	bufferevent_setcb(c->down, kh_rconn_down_read, NULL, kh_rconn_down_event, c);
+	kh_rconn_big_io(c->down);
 	/* Held bytes while connecting upstream are bounded too. */
 	bufferevent_setwatermark(c->down, EV_READ, 0, KH_RELAY_BUF_HIGH);
 	bufferevent_enable(c->down, EV_READ);

@@ -44,6 +44,8 @@ struct kh_rstore;
 
 /* Per direction, bytes buffered before the relay stops reading the other side. */
 #define KH_RELAY_BUF_HIGH (256 * 1024)
+/* Seconds after a burst of bytes before a connection's buffers are compacted. */
+#define KH_RELAY_COMPACT_SEC 1
 /* Largest request head read from a peer that gets a 401. */
 #define KH_RELAY_HEAD_MAX (16 * 1024)
 /* After a 401 or 503: how long a peer may keep sending before it is cut off. */
@@ -130,7 +132,8 @@ struct kh_relayd {
 	unsigned nsessions;
 	uid_t run_uid;
 	gid_t run_gid;
-	struct event *sig_term, *sig_int, *sig_hup, *refresh;
+	struct event *sig_term, *sig_int, *sig_hup, *refresh, *trim;
+	bool trim_due;                        /* connections gave buffers back */
 	int notify_fd;                        /* systemd NOTIFY_SOCKET, or -1 */
 	int ready_fd;                         /* daemon mode: tell the parent, or -1 */
 	bool stopping;

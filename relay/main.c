@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,19 +241,38 @@ kh_relayd_refresh(evutil_socket_t fd, short what, void *arg)
 		kh_rlog(LOG_WARNING, "%s", err.msg);
 }
 
+/*
+ * Once a second at most, hand the heap that idle connections gave back to
+ * the kernel: thousands of TLS connections free their buffers in scattered
+ * places, which malloc would otherwise keep as resident memory.
+ */
+static void
+kh_relayd_trim(evutil_socket_t fd, short what, void *arg)
+{
+	struct kh_relayd *rd = arg;
+
+	(void)fd;
+	(void)what;
+	if (!rd->trim_due)
+		return;
+	rd->trim_due = false;
+	(void)malloc_trim(0);
+}
+
 static int
 kh_relayd_events(struct kh_relayd *rd, kh_error *err)
 {
-	struct timeval hour = { .tv_sec = KH_RELAYD_REFRESH_SEC };
+	struct timeval hour = { .tv_sec = KH_RELAYD_REFRESH_SEC }, second = { .tv_sec = 1 };
 
 	rd->sig_term = evsignal_new(rd->base, SIGTERM, kh_relayd_stop, rd);
 	rd->sig_int = evsignal_new(rd->base, SIGINT, kh_relayd_stop, rd);
 	rd->sig_hup = evsignal_new(rd->base, SIGHUP, kh_relayd_hup, rd);
 	rd->refresh = event_new(rd->base, -1, EV_PERSIST, kh_relayd_refresh, rd);
+	rd->trim = event_new(rd->base, -1, EV_PERSIST, kh_relayd_trim, rd);
 	if (rd->sig_term == NULL || rd->sig_int == NULL || rd->sig_hup == NULL ||
-	    rd->refresh == NULL || evsignal_add(rd->sig_term, NULL) != 0 ||
+	    rd->refresh == NULL || rd->trim == NULL || evsignal_add(rd->sig_term, NULL) != 0 ||
 	    evsignal_add(rd->sig_int, NULL) != 0 || evsignal_add(rd->sig_hup, NULL) != 0 ||
-	    event_add(rd->refresh, &hour) != 0)
+	    event_add(rd->refresh, &hour) != 0 || event_add(rd->trim, &second) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot set up signal handling");
 	return 0;
 }
@@ -352,6 +372,8 @@ kh_relayd_free(struct kh_relayd *rd)
 		event_free(rd->sig_hup);
 	if (rd->refresh != NULL)
 		event_free(rd->refresh);
+	if (rd->trim != NULL)
+		event_free(rd->trim);
 	if (rd->dns != NULL)
 		evdns_base_free(rd->dns, 0);
 	if (rd->base != NULL)
