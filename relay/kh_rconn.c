@@ -179,6 +179,9 @@ kh_rconn_deny_answer(struct kh_rconn *c)
 static void
 kh_rconn_deny(struct kh_rconn *c, int code, const char *msg)
 {
+	/* Relaying, the request already went upstream: answer at once. */
+	bool forwarded = c->state == KH_RC_RELAY;
+
 	if (c->up != NULL) {
 		bufferevent_free(c->up);
 		c->up = NULL;
@@ -191,9 +194,15 @@ kh_rconn_deny(struct kh_rconn *c, int code, const char *msg)
 		return;
 	}
 	c->state = KH_RC_DENY;
+	/* However it got here, the answer goes out within the handshake time. */
+	kh_rconn_arm(c, c->rd->policy->relay.handshake_timeout);
 	bufferevent_setcb(c->down, kh_rconn_deny_read, NULL, kh_rconn_down_event, c);
 	bufferevent_setwatermark(c->down, EV_READ, 0, KH_RELAY_HEAD_MAX);
 	bufferevent_enable(c->down, EV_READ);
+	if (forwarded) {
+		kh_rconn_deny_answer(c);
+		return;
+	}
 	/* The head may be here already (held while connecting). */
 	kh_rconn_deny_read(c->down, c);
 }
