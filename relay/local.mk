@@ -36,4 +36,5 @@ EXTRA_DIST += relay/kubehsm-relayd.service.in
 relay/kubehsm-relayd.service: $(srcdir)/relay/kubehsm-relayd.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) relay && \
 	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+		-e 's|@rundir[@]|$(kh_rundir)|g' \
 		$(srcdir)/relay/kubehsm-relayd.service.in >$@.tmp && mv $@.tmp $@

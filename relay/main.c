@@ -282,6 +282,7 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 {
 	struct event_config *cfg;
 	struct kh_rpending *pending = NULL;
+	kh_error perr = { 0 };
 	size_t i, npending = 0;
 	bool dns = false;
 
@@ -319,9 +320,11 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 			return kh_fail(err, KH_ERR_INTERNAL, "cannot set up DNS (resolv.conf)");
 	}
 	rd->notify_fd = kh_relayd_notify_open();
-	/* Root's notes of what ended while we were down (root-only directory). */
-	if (kh_rpending_take(&pending, &npending, err) != 0)
-		return -1;
+	/* Root's notes of what ended while we were down (root-only directory;
+	 * none can exist where no login has made it since boot). */
+	if (kh_rpending_take(&pending, &npending, &perr) != 0)
+		kh_rlog(LOG_WARNING, "%s: logouts while the relay was down are not applied",
+			perr.msg);
 	if (kh_rpriv_drop(rd->run_uid, rd->run_gid, err) != 0) {
 		free(pending);
 		return -1;
