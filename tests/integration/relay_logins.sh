@@ -146,5 +146,15 @@ login_run b2 "$K133 --kubeconfig $KC get --raw /kh-whoami"
 like "$rc:$err" "^1:.*ended at .* \(revoked\)" "... his next request gets a 401: revoked"
 login_close b2
 
+# --- deliver = "both": the record keeps the key, the relay serves too ---------
+relay_policy deliver=both
+LOGIN_PIN=$PIN login_open b3 "${SSH_ARGV[@]}"
+ok $? "$bob logs in with session.deliver = \"both\"" || diag "$(login_transcript b3)"
+relay_session b3 "$bob" "deliver both"
+isnt "$(record "$bob" | jq -r '.key')" "" "... his record carries the key too"
+login_run b3 "KUBERNETES_EXEC_INFO='$V1' $KUBEHSM exec | jq -r .kind"
+is "$rc:$out" "0:ExecCredential" "... and kubehsm exec hands it out"
+login_close b3
+
 logins_sanitizer_reports
 done_testing

@@ -10,9 +10,11 @@
 # which the stand-in does not speak), the Python client's exec, a raw
 # Upgrade stream carrying 4 MiB both ways unchanged.  Revoking a session
 # during an open watch closes it before the revoke returns and the next
-# request gets a 401; kill -9 of the relay mid-stream ends the client's
-# stream with an error instead of a hang, and after a restart the same
-# sessions work with no new delivery (they were kept in the keyring).
+# request gets a 401; so does the session's expiry; kill -9 of the relay
+# mid-stream ends the client's stream with an error instead of a hang, and
+# after a restart the same sessions work with no new delivery (they were
+# kept in the keyring); a logout while the relay is down is applied when
+# it starts.
 set -u
 . "$KH_SRCDIR/tests/lib/tap.sh"
 . "$KH_SRCDIR/tests/lib/users.sh"
@@ -219,6 +221,17 @@ like "$rc:$err" "^1:.*ended at .* \(logout\)" "$alice gets a 401: her session en
 relay_mint "$alice" && relay_deliver "$alice"
 relay_kc "$alice" get --raw /kh-whoami
 is "$rc:$out" "0:$(serial "$alice") CN=$alice,O=dev" "a new session of $alice is served"
+
+# --- expiry ends a session like a revoke -----------------------------------
+relay_mint "$bob" && relay_deliver "$bob" "$(($(date +%s) + 4))"
+curl_watch_start "$bob" "$KH_TMP/c.exp"
+wait_lines "$KH_TMP/c.exp" 2 || diag "curl's watch did not start: $(cat "$KH_TMP/c.exp.err")"
+wait_exit "$CURL_PID" 20
+ok $? "at the session's expiry the relay closes $bob's open watch"
+is "$WAIT_RC:$(cat "$KH_TMP/c.exp.err")" "18:curl: (18) transfer closed with outstanding read data remaining" \
+	"... cut, not finished"
+relay_kc "$bob" get --raw /kh-whoami
+like "$rc:$err" "^1:.*ended at .* \(expired\)" "... and the next request gets a 401: expired"
 relay_stop
 
 done_testing
