@@ -244,7 +244,9 @@ for i in $(seq 1 300); do
 	[ "$n" -ge "$OPEN_CONNS" ] && break
 	sleep 0.1
 done
-sleep 1
+# Steady state: the relay compacts idle connections a second after their
+# last bytes and trims its heap once a second (the peak is reported too).
+sleep 3
 echo "open,$OPEN_CONNS,$(rss)" >>"$RES/rss.csv"
 echo "open_upstream,$n," >>"$RES/rss.csv"
 kill "$OPENER" 2>/dev/null; wait "$OPENER" 2>/dev/null
