@@ -213,5 +213,11 @@ for k, v in c.items():
 out.append("\n![exec plugin latency](latency.png)\n")
 out.append("Raw data: `bench/results/` (hyperfine JSON per round in `raw/`, `rss.csv`, `load.csv`, "
            "`keyring.csv`, `breakdown.csv`, `summary.json`, `summary.csv`, `commands.csv`).")
-open(os.path.join(bench, "RESULTS.md"), "w").write("\n".join(out) + "\n")
+# Keep the kubehsm-relayd section bench/relay_report.py wrote (its own run).
+path = os.path.join(bench, "RESULTS.md")
+prev = open(path).read() if os.path.exists(path) else ""
+relay = ""
+if "<!-- relay:begin -->" in prev and "<!-- relay:end -->" in prev:
+    relay = prev[prev.index("<!-- relay:begin -->"):prev.index("<!-- relay:end -->") + 18]
+open(path, "w").write("\n".join(out) + "\n" + ("\n" + relay + "\n" if relay else ""))
 print("\n".join(out[out.index("## Targets\n"):]))

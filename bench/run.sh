@@ -1,5 +1,6 @@
 #!/bin/bash
 # bench/run.sh [--quick] — the kubehsm benchmarks of issue #8, as root.
+# bench/run.sh --relay [--quick] — kubehsm-relayd's (bench/relay.sh).
 #
 # Every figure is a ratio against a baseline measured in the same
 # invocation, interleaved: each comparison runs in ROUNDS rounds; a round is
@@ -21,10 +22,15 @@ set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(dirname "$BENCH")
 QUICK=0
+# kubehsm-relayd's benchmarks (issue #15) run on their own: bench/relay.sh.
+if [ "${1:-}" = --relay ]; then
+	shift
+	exec bash "$BENCH/relay.sh" "$@"
+fi
 case "${1:-}" in
 --quick) QUICK=1 ;;
 "") ;;
-*) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+*) echo "usage: $0 [--quick] | --relay [--quick]" >&2; exit 2 ;;
 esac
 [ "$(id -u)" -eq 0 ] || { echo "bench: run as root (creates users, tokens, PAM services)" >&2; exit 2; }
 for c in hyperfine gnuplot pamtester nginx softhsm2-util pkcs11-tool keyctl setpriv useradd \

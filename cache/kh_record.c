@@ -109,8 +109,9 @@ record_shape_ok(const struct kh_record *rec, kh_error *err)
 {
 	size_t i;
 
+	/* key_pem may be NULL: with session.deliver = "relay" only the relay has it. */
 	if (rec->user == NULL || rec->kube_user == NULL || rec->cert_chain_pem == NULL ||
-	    rec->key_pem == NULL || rec->token_cert_pem == NULL)
+	    rec->token_cert_pem == NULL)
 		return kh_fail(err, KH_ERR_INPUT, "session record is incomplete");
 	if (rec->ngroups > KH_RECORD_MAX_GROUPS)
 		return kh_fail(err, KH_ERR_INPUT, "too many groups (%zu, at most %d)",
@@ -184,7 +185,9 @@ kh_record_encode(const struct kh_record *rec, char **out, size_t *len,
 	pem[KH_PEM_KEY] = rec->key_pem;
 	pem[KH_PEM_TOKEN_CERT] = rec->token_cert_pem;
 	for (i = 0; i < KH_PEM_COUNT; i++) {
-		pem_len[i] = strnlen(pem[i], KH_RECORD_MAX + 1);
+		pem_len[i] = pem[i] != NULL ? strnlen(pem[i], KH_RECORD_MAX + 1) : 0;
+		if (pem[i] == NULL && i == KH_PEM_KEY)
+			continue;       /* a record without the key: length 0 */
 		if (!pem_valid(pem[i], pem_len[i]))
 			return kh_fail(err, KH_ERR_INPUT, "session record: the %s is not PEM text "
 				       "of at most %d bytes", pem_names[i], KH_RECORD_MAX);
@@ -214,7 +217,8 @@ kh_record_encode(const struct kh_record *rec, char **out, size_t *len,
 	text[hlen] = '\n';
 	off = hlen + 1;
 	for (i = 0; i < KH_PEM_COUNT; i++) {
-		memcpy(text + off, pem[i], pem_len[i]);
+		if (pem_len[i] > 0)
+			memcpy(text + off, pem[i], pem_len[i]);
 		off += pem_len[i];
 	}
 	text[total] = '\0';
@@ -376,11 +380,15 @@ decode_pem_texts(json_t *doc, const char *body, size_t body_len,
 	if (!json_is_object(lens) || json_object_size(lens) != KH_PEM_COUNT)
 		return kh_fail(err, KH_ERR_REFUSED, "record field 'pem' is invalid");
 	for (i = 0; i < KH_PEM_COUNT; i++) {
-		if (get_int(lens, pem_names[i], 1, KH_RECORD_MAX, &n, err) != 0)
+		/* Only the key may be absent (length 0): the relay holds it. */
+		if (get_int(lens, pem_names[i], i == KH_PEM_KEY ? 0 : 1, KH_RECORD_MAX, &n,
+			    err) != 0)
 			return -1;
 		if ((size_t)n > body_len - off)
 			return kh_fail(err, KH_ERR_REFUSED,
 				       "session record is malformed (shorter than its PEM texts)");
+		if (n == 0)
+			continue;
 		if (take_pem(body, off, (size_t)n, i, dst[i], err) != 0)
 			return -1;
 		off += (size_t)n;

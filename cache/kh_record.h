@@ -14,6 +14,10 @@
  * texts follow back to back and must fill the record exactly.  Self-
  * describing, so `keyctl print` shows what it is, and kept small: it counts
  * against the user's 20000-byte key quota.
+ *
+ * N2 is 0 when kubehsm-relayd holds the session key (session.deliver =
+ * "relay"): the record then carries the certificate only, key_pem is NULL,
+ * and no process of the user ever has the key.
  */
 #ifndef KH_RECORD_H
 #define KH_RECORD_H
@@ -42,7 +46,8 @@ struct kh_record {
 	char **groups;           /* subject O values */
 	size_t ngroups;
 	char *cert_chain_pem;    /* session certificate, then the issuer chain */
-	char *key_pem;           /* SECRET: the session private key */
+	char *key_pem;           /* SECRET: the session private key; NULL when only
+				  * kubehsm-relayd holds it */
 	char *token_cert_pem;    /* the user's token certificate */
 	char *token_uri;         /* PKCS#11 URI of the user's token key */
 	int64_t created;         /* unix seconds */

@@ -57,6 +57,13 @@ enum kh_polkit_mode {   /* polkit.mode */
 	KH_POLKIT_OFF,          /* never ask */
 };
 
+/* session.deliver: who holds the session key after login. */
+enum kh_deliver {
+	KH_DELIVER_EXEC,   /* the record: `kubehsm exec` hands it to kube clients */
+	KH_DELIVER_RELAY,  /* kubehsm-relayd only; the record carries no key */
+	KH_DELIVER_BOTH,   /* both */
+};
+
 enum kh_key_type {      /* issuer.key_type: the session keys an issuer certifies */
 	KH_KEY_EC_P256,
 	KH_KEY_EC_P384,
@@ -83,6 +90,40 @@ struct kh_issuer {
 	char *cert_file;        /* issuer certificate, then any intermediates (PEM) */
 	char *pin_file;         /* root-only file holding the issuer token PIN */
 	enum kh_key_type key_type;
+};
+
+/* ---- relay (kubehsm-relayd) ---- */
+
+/* relay.clusters[].listen: a privileged loopback port. */
+#define KH_RELAY_PORT_MAX 1023
+#define KH_RELAY_CLUSTERS_MAX 64
+#define KH_RELAY_NAME_MAX 32
+/* relay.rundir when the policy does not say. */
+#define KH_RELAY_DEFAULT_RUNDIR "/run/kubehsm-relayd"
+
+/* One API server the relay serves on one loopback port. */
+struct kh_relay_cluster {
+	char *name;             /* [A-Za-z0-9._-], unique */
+	int listen;             /* port on 127.0.0.1 and [::1], 1..1023, unique */
+	char *server;           /* "https://host[:port]", as written */
+	char *server_host;      /* host from server (IPv6 without brackets) */
+	int server_port;        /* port from server (default 443) */
+	char *ca_file;          /* CA bundle the API server's certificate chains to */
+	char *server_name;      /* name verified and sent as SNI; "" = server_host */
+	char *issuer;           /* id of the issuer whose session certificate is used */
+};
+
+struct kh_relay_policy {
+	bool configured;        /* a relay section exists */
+	char *run_as;           /* the daemon's unprivileged system user */
+	char *rundir;           /* control.sock and user.sock */
+	long handshake_timeout; /* seconds: first bytes + upstream TLS */
+	long idle_timeout;      /* seconds with no byte either way */
+	long max_sessions;
+	long max_connections;
+	long max_connections_per_user;
+	struct kh_relay_cluster *clusters;
+	size_t nclusters;
 };
 
 struct kh_policy {
@@ -130,6 +171,7 @@ struct kh_policy {
 		bool revoke_on_logout;
 		bool cache_pin;
 		bool allow_long_ttl;      /* ttl may exceed KH_TTL_LONG */
+		enum kh_deliver deliver;
 	} session;
 
 	struct {
@@ -139,6 +181,8 @@ struct kh_policy {
 	struct {
 		enum kh_polkit_mode mode;
 	} polkit;
+
+	struct kh_relay_policy relay;
 };
 
 struct kh_policy_load_opts {
@@ -210,5 +254,14 @@ const char *kh_scope_name(enum kh_scope v);
 const char *kh_signer_key_name(enum kh_signer_key v);
 const char *kh_polkit_mode_name(enum kh_polkit_mode v);
 const char *kh_key_type_name(enum kh_key_type v);
+const char *kh_deliver_name(enum kh_deliver v);
+
+/* The relay cluster serving issuer_id ("" = default), or NULL. */
+const struct kh_relay_cluster *kh_policy_relay_cluster_for(const struct kh_policy *policy,
+							   const char *issuer_id);
+
+/* Whether the session key goes to kubehsm-relayd / stays in the record. */
+bool kh_policy_delivers_to_relay(const struct kh_policy *policy);
+bool kh_policy_delivers_to_exec(const struct kh_policy *policy);
 
 #endif

@@ -29,6 +29,11 @@ const struct kh_enum_word kh_key_type_words[] = {
 	{ "rsa-2048", KH_KEY_RSA_2048 }, { "rsa-3072", KH_KEY_RSA_3072 }, { NULL, 0 },
 };
 
+const struct kh_enum_word kh_deliver_words[] = {
+	{ "exec", KH_DELIVER_EXEC }, { "relay", KH_DELIVER_RELAY },
+	{ "both", KH_DELIVER_BOTH }, { NULL, 0 },
+};
+
 /* ------------------------------------------------------------------ */
 /* enum names                                                           */
 
@@ -70,4 +75,10 @@ const char *
 kh_key_type_name(enum kh_key_type v)
 {
 	return kh_enum_name(kh_key_type_words, (int)v);
+}
+
+const char *
+kh_deliver_name(enum kh_deliver v)
+{
+	return kh_enum_name(kh_deliver_words, (int)v);
 }

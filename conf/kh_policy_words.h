@@ -15,5 +15,6 @@ extern const struct kh_enum_word kh_scope_words[];
 extern const struct kh_enum_word kh_signer_words[];
 extern const struct kh_enum_word kh_polkit_words[];
 extern const struct kh_enum_word kh_key_type_words[];
+extern const struct kh_enum_word kh_deliver_words[];
 
 #endif

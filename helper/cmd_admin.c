@@ -22,7 +22,9 @@
 
 #include "kh_cache.h"
 #include "kh_cli.h"
+#include "kh_policy.h"
 #include "kh_proto.h"
+#include "kh_relay_client.h"
 
 static void
 kh_admin_usage(FILE *out)
@@ -127,6 +129,45 @@ kh_admin_list(bool json)
 	return fflush(stdout) == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
 }
 
+/*
+ * When the policy has a relay, make it forget uid's session too and close
+ * that uid's connections (control.sock).  *r becomes 0 ("ended") when the
+ * relay had one.  A relay that is not running has nothing to forget.
+ */
+static int
+kh_admin_revoke_relay(uid_t uid, const char *issuer, int *r)
+{
+	const char *path = kh_cli_config_path(NULL);
+	struct kh_policy *policy;
+	unsigned sessions = 0, conns = 0;
+	kh_error err;
+	int rc = 0;
+
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return 0;       /* no policy here, so no relay either */
+	policy = kh_policy_load(path, NULL, &err);
+	if (policy == NULL) {
+		kh_cli_error("admin revoke: %s; cannot tell whether kubehsm-relayd holds the "
+			     "session too", err.msg);
+		return -1;
+	}
+	if (policy->relay.configured) {
+		if (kh_relay_forget(policy->relay.rundir, uid, issuer, KH_RELAY_REVOKED, &sessions,
+				    &conns, &err) != 0) {
+			if (err.code != KH_ERR_NOTFOUND) {
+				kh_cli_error("admin revoke: %s", err.msg);
+				rc = -1;
+			}
+		} else if (sessions > 0) {
+			*r = 0;
+			printf("kubehsm-relayd forgot the session and closed %u connection%s.\n",
+			       conns, conns == 1 ? "" : "s");
+		}
+	}
+	kh_policy_free(policy);
+	return rc;
+}
+
 static int
 kh_admin_revoke(const char *who, const char *issuer)
 {
@@ -153,6 +194,8 @@ kh_admin_revoke(const char *who, const char *issuer)
 		kh_cli_error("admin revoke: %s", err.msg);
 		return KH_EXIT_FAIL;
 	}
+	if (kh_admin_revoke_relay(uid, issuer, &r) != 0)
+		return KH_EXIT_FAIL;
 	printf(r == 0 ? "Ended the kube session of %s (uid %u).\n"
 		      : "%s (uid %u) has no kube session.\n", who, (unsigned)uid);
 	return KH_EXIT_OK;

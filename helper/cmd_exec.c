@@ -103,6 +103,10 @@ kh_cmd_exec(int argc, char **argv)
 		kh_cli_error("%s", err.msg);
 		goto out;
 	}
+	if (rec->key_pem == NULL) {
+		kh_cli_error("%s", KH_CLI_RELAY_ONLY);
+		goto out;
+	}
 	if (kh_exec_response_encode(info.api, (time_t)rec->expires, rec->cert_chain_pem,
 				    rec->key_pem, &out, &out_len, &err) != 0) {
 		kh_cli_error("%s", err.msg);

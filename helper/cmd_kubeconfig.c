@@ -38,6 +38,8 @@ kh_kubeconfig_usage(FILE *out)
 		"  --command PATH   the kubehsm to run (default: this program's path)\n"
 		"  --merge FILE     print the kubectl commands that add the entry to FILE\n"
 		"                   instead of the YAML\n"
+		"  --relay          the shared, credential-less kubeconfig of kubehsm-relayd\n"
+		"                   instead (see 'kubehsm kubeconfig --relay --help')\n"
 		"  -h, --help       show this help\n");
 }
 
@@ -50,6 +52,11 @@ kh_cmd_kubeconfig(int argc, char **argv)
 	ssize_t n;
 	int i;
 
+	/* kubehsm-relayd's kubeconfig is another document: cmd_kubeconfig_relay.c */
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--relay") == 0)
+			return kh_cmd_kubeconfig_relay(argc, argv);
+	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

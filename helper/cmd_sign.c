@@ -221,6 +221,9 @@ kh_cmd_sign(int argc, char **argv)
 				kh_cli_error("sign: token: %s", err.msg);
 				goto out;
 			}
+		} else if (rec->key_pem == NULL) {
+			kh_cli_error("sign: %s", KH_CLI_RELAY_ONLY);
+			goto out;
 		} else if ((pkey = kh_pkey_from_pkcs8_pem(rec->key_pem, &err)) == NULL) {
 			kh_cli_error("sign: %s", err.msg);
 			goto out;

@@ -20,7 +20,9 @@
 
 #include "kh_cache.h"
 #include "kh_cli.h"
+#include "kh_policy.h"
 #include "kh_proto.h"
+#include "kh_relay_client.h"
 
 static void
 kh_status_usage(FILE *out)
@@ -156,6 +158,8 @@ kh_status_json(const struct kh_record *rec, enum kh_cache_miss miss, const char 
 		json_object_set_new(o, "tokenUri", json_string(rec->token_uri ? rec->token_uri : ""));
 		json_object_set_new(o, "tokenSubject", json_string(tok_name));
 		json_object_set_new(o, "issuer", json_string(iss_name));
+		json_object_set_new(o, "keyHolder", json_string(rec->key_pem != NULL ?
+								"exec" : "relay"));
 	}
 	rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
 	putchar('\n');
@@ -211,6 +215,9 @@ kh_cmd_status(int argc, char **argv)
 		printf("%s\n", rec->ngroups ? "" : "(none)");
 		printf("Scope:         %s\n", rec->scope == KH_SCOPE_SESSION ? "session" : "user");
 		printf("Expires:       %s (%s left)\n", exp, left_s);
+		printf("Key:           %s\n", rec->key_pem != NULL ?
+		       "in your session (kubehsm exec hands it to kube clients)" :
+		       "held by kubehsm-relayd only (use the relay's kubeconfig)");
 		printf("Logins:        %u\n", rec->logins);
 		printf("Token:         %s%s%s%s\n", rec->token_uri ? rec->token_uri : "",
 		       tok_name[0] ? " (" : "", tok_name, tok_name[0] ? ")" : "");
@@ -223,13 +230,52 @@ kh_cmd_status(int argc, char **argv)
 	return rc;
 }
 
+/*
+ * When the policy has a relay, end the caller's relay session through
+ * user.sock (the relay takes the uid from the kernel).  0, or -1 after
+ * saying why on stderr; a relay that is not running has nothing to end.
+ */
+static int
+kh_logout_relay(const char *issuer, bool *ended)
+{
+	struct kh_policy_load_opts lo = { .skip_secret_file_checks = true };
+	struct kh_policy *policy;
+	const char *rundir = KH_RELAY_DEFAULT_RUNDIR;
+	unsigned sessions = 0, conns = 0;
+	kh_error err;
+	int rc = 0;
+
+	*ended = false;
+	/* A policy this user cannot read: try the relay where it usually is. */
+	policy = kh_policy_load(kh_cli_config_path(NULL), &lo, &err);
+	if (policy != NULL && !policy->relay.configured) {
+		kh_policy_free(policy);
+		return 0;
+	}
+	if (policy != NULL)
+		rundir = policy->relay.rundir;
+	if (kh_relay_forget_self(rundir, issuer, &sessions, &conns, &err) != 0) {
+		if (err.code != KH_ERR_NOTFOUND) {
+			kh_cli_error("logout: %s", err.msg);
+			rc = -1;
+		}
+	} else if (sessions > 0) {
+		*ended = true;
+		if (conns > 0)
+			printf("kubehsm-relayd closed %u open connection%s.\n", conns,
+			       conns == 1 ? "" : "s");
+	}
+	kh_policy_free(policy);
+	return rc;
+}
+
 int
 kh_cmd_logout(int argc, char **argv)
 {
 	const char *issuer = "";
-	bool json = false;
+	bool json = false, relay_ended;
 	kh_error err;
-	int rc = KH_EXIT_OK, r;
+	int rc = KH_EXIT_OK, r, rr;
 
 	if (kh_parse_common(argc, argv, false, &json, &issuer, kh_logout_usage, &rc) != 0)
 		return rc;
@@ -238,6 +284,8 @@ kh_cmd_logout(int argc, char **argv)
 		kh_cli_error("logout: %s", err.msg);
 		return KH_EXIT_FAIL;
 	}
-	printf(r == 0 ? "Kube session ended.\n" : "No kube session to end.\n");
-	return KH_EXIT_OK;
+	/* The relay's copy goes too, with the connections it serves. */
+	rr = kh_logout_relay(issuer, &relay_ended);
+	printf(r == 0 || relay_ended ? "Kube session ended.\n" : "No kube session to end.\n");
+	return rr == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
 }

@@ -13,6 +13,12 @@
 #define KH_EXIT_FAIL     1  /* the operation failed (no session, bad config, ...) */
 #define KH_EXIT_USAGE    2  /* bad command line */
 
+/* What exec and sign say when the session key is with kubehsm-relayd. */
+#define KH_CLI_RELAY_ONLY \
+	"your kube session's key is held by kubehsm-relayd, not handed to kube " \
+	"clients (session.deliver = \"relay\"): use the relay's kubeconfig instead, " \
+	"e.g. KUBECONFIG=/etc/kubehsm/kubeconfig kubectl ..."
+
 struct kh_cli_command {
 	const char *name;
 	const char *summary;
@@ -41,6 +47,7 @@ int kh_cmd_sign(int argc, char **argv);
 int kh_cmd_status(int argc, char **argv);
 int kh_cmd_logout(int argc, char **argv);
 int kh_cmd_kubeconfig(int argc, char **argv);
+int kh_cmd_kubeconfig_relay(int argc, char **argv);
 int kh_cmd_admin(int argc, char **argv);
 
 #endif

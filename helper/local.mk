@@ -27,7 +27,7 @@ helper_kubehsm_tool_la_SOURCES = \
 	helper/main.c helper/kh_tool.h helper/kh_cli.c helper/kh_cli.h \
 	helper/cmd_config.c \
 	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c \
-	helper/cmd_kubeconfig.c helper/cmd_admin.c
+	helper/cmd_kubeconfig.c helper/cmd_kubeconfig_relay.c helper/cmd_admin.c
 helper_kubehsm_tool_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
 helper_kubehsm_tool_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \

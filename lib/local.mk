@@ -32,3 +32,4 @@ lib_libkubehsm_la_LIBADD = lib/libkubehsm-core.la $(CRYPTO_LIBS) $(LIBCONFIG_LIB
 include lib/token.mk
 include lib/proto.mk
 include lib/polkit.mk
+include lib/relay.mk

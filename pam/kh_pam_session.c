@@ -36,6 +36,7 @@
 #include "kh_pam_handoff.h"
 #include "kh_pkcs11.h"
 #include "kh_pam_polkit.h"
+#include "kh_pam_relay.h"
 #include "kh_x509.h"
 
 static const char *
@@ -177,7 +178,7 @@ seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 {
 	struct kh_record *rec = calloc(1, sizeof(*rec));
 	kh_error err = { 0 };
-	int rc = -1;
+	int rc = -1, delivered;
 
 	if (rec == NULL)
 		return -1;
@@ -202,9 +203,15 @@ seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		}
 	if (mint_record(policy, is, l, rec, &err) != 0)
 		goto out;
-	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, kind, serial,
-			   &err) != 0)
+	/* session.deliver: the relay may take the key (and keep it alone). */
+	if ((delivered = kh_pam_relay_deliver(pamh, opts, policy, rec, &err)) < 0)
 		goto out;
+	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, kind, serial,
+			   &err) != 0) {
+		if (delivered)
+			kh_pam_relay_undo(pamh, policy, rec);
+		goto out;
+	}
 	kh_pam_debug(pamh, opts, "user '%s': issuer %s: session cached until %lld (logins %u)",
 		     l->user, issuer_name(is), (long long)rec->expires, rec->logins);
 	rc = 0;
@@ -225,6 +232,7 @@ struct opened {
 	char *user;
 	bool counted;           /* counted as one of the uid's logins */
 	bool revoke_on_logout;
+	char *relay_rundir;     /* session.deliver reaches kubehsm-relayd there */
 	size_t n;
 	int32_t serials[];      /* the records it minted */
 };
@@ -235,6 +243,7 @@ opened_free(struct opened *o)
 	if (o == NULL)
 		return;
 	free(o->user);
+	free(o->relay_rundir);
 	free(o);
 }
 
@@ -247,16 +256,18 @@ opened_cleanup(pam_handle_t *pamh, void *data, int error_status)
 }
 
 static struct opened *
-opened_new(uid_t uid, const char *user, bool revoke_on_logout, size_t nissuers)
+opened_new(uid_t uid, const char *user, const struct kh_policy *policy, size_t nissuers)
 {
 	struct opened *o = calloc(1, sizeof(*o) + nissuers * sizeof(o->serials[0]));
 
 	if (o == NULL)
 		return NULL;
 	o->uid = uid;
-	o->revoke_on_logout = revoke_on_logout;
-	if ((o->user = strdup(user)) == NULL) {
-		free(o);
+	o->revoke_on_logout = policy->session.revoke_on_logout;
+	if ((o->user = strdup(user)) == NULL ||
+	    (kh_policy_delivers_to_relay(policy) &&
+	     (o->relay_rundir = strdup(policy->relay.rundir)) == NULL)) {
+		opened_free(o);
 		return NULL;
 	}
 	return o;
@@ -295,7 +306,7 @@ count_only(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	policy = kh_pam_load_policy(pamh, opts);
 	if (policy == NULL)
 		return PAM_IGNORE;
-	o = opened_new(uid, user, policy->session.revoke_on_logout, 0);
+	o = opened_new(uid, user, policy, 0);
 	kh_policy_free(policy);
 	if (o == NULL)
 		return PAM_IGNORE;
@@ -346,8 +357,7 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		kh_policy_free(policy);
 		return count_only(pamh, opts);
 	}
-	if (rc < 0 || (o = opened_new(l->uid, l->user, policy->session.revoke_on_logout,
-				      policy->nissuers)) == NULL) {
+	if (rc < 0 || (o = opened_new(l->uid, l->user, policy, policy->nissuers)) == NULL) {
 		kh_policy_free(policy);
 		return rc < 0 ? PAM_SESSION_ERR : PAM_BUF_ERR;
 	}
@@ -420,6 +430,9 @@ kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	else
 		kh_pam_debug(pamh, opts, "user '%s': %s", o->user,
 			     r == 1 ? "kube session ended" : "kube session kept");
+	/* The uid's session ended: so does the relay's copy, with its connections. */
+	if (r == 1)
+		kh_pam_relay_forget(pamh, opts, o->relay_rundir, o->uid, o->user);
 	/* Done once: a second close_session of this handle does nothing. */
 	(void)pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);
 	return r < 0 ? PAM_SESSION_ERR : PAM_SUCCESS;

@@ -157,10 +157,18 @@ if [ $mode = full ]; then
 	ok $? "libpam-kubehsm: the pam-auth-update profile /usr/share/pam-configs/kubehsm"
 	grep -qE ' /usr/share/man/man8/pam_kubehsm\.8\.gz$' <<<"$PAMC"; ok $? "libpam-kubehsm: pam_kubehsm(8)"
 	grep -qx -- "-rwxr-xr-x /usr/bin/kubehsm" <<<"$KHC"; ok $? "kubehsm: /usr/bin/kubehsm, mode 0755"
+	grep -qx -- "-rwxr-xr-x /usr/sbin/kubehsm-relayd" <<<"$KHC"
+	ok $? "kubehsm: /usr/sbin/kubehsm-relayd, mode 0755"
+	grep -qx -- "-rw-r--r-- /lib/systemd/system/kubehsm-relayd.service" <<<"$KHC"
+	ok $? "kubehsm: the kubehsm-relayd systemd unit"
+	unlike "$(dpkg-deb -I "$DEBS/kubehsm_${VERSION}_$ARCH.deb" postinst 2>/dev/null)" \
+		'deb-systemd-invoke (start|restart)|systemctl.*enable' \
+		"kubehsm: installing neither enables nor starts kubehsm-relayd (no relay section yet)"
 	grep -qx -- "-rw-r--r-- /usr/lib/$MA/kubehsm/kubehsm-tool.so" <<<"$KHC"
 	ok $? "kubehsm: kubehsm-tool.so in /usr/lib/$MA/kubehsm"
 	for f in /etc/kubehsm/kubehsm.conf /usr/share/polkit-1/actions/org.kubehsm.policy \
 		/usr/share/man/man1/kubehsm.1.gz /usr/share/man/man5/kubehsm.conf.5.gz \
+		/usr/share/man/man8/kubehsm-relayd.8.gz \
 		/usr/share/doc/kubehsm/README.Debian.gz /usr/share/doc/kubehsm/examples/pam.d/login \
 		/usr/share/doc/kubehsm/examples/pam.d/sshd; do
 		grep -qE " $f\$" <<<"$KHC"; ok $? "kubehsm: $f"
@@ -185,7 +193,8 @@ if [ $mode = full ]; then
 	mkdir -p "$WORK/x"
 	for p in "${PKGS[@]}"; do dpkg-deb -x "$DEBS/${p}_${VERSION}_$ARCH.deb" "$WORK/x"; done
 	for f in "$WORK/x/lib/$MA/security/pam_kubehsm.so" "$WORK/x/usr/lib/$MA/kubehsm/kubehsm-polkit.so" \
-		"$WORK/x/usr/lib/$MA/kubehsm/kubehsm-tool.so" "$WORK/x/usr/bin/kubehsm"; do
+		"$WORK/x/usr/lib/$MA/kubehsm/kubehsm-tool.so" "$WORK/x/usr/bin/kubehsm" \
+		"$WORK/x/usr/sbin/kubehsm-relayd"; do
 		d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
 		y=$(readelf --dyn-syms -W "$f" 2>/dev/null | grep -oE '__[a-z_]+_chk' | sort -u)
 		grep -qE 'BIND_NOW|FLAGS_1.*NOW' <<<"$d" && grep -q GNU_RELRO <<<"$l" &&

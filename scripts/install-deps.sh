@@ -9,10 +9,14 @@ PACKAGES=(
 	libpam0g-dev libp11-dev libssl-dev libconfig-dev
 	libpolkit-gobject-1-dev libkeyutils-dev libjansson-dev libcmocka-dev
 	libp11-kit-dev
+	# kubehsm-relayd: event loop (with OpenSSL bufferevents), privilege drop
+	libevent-dev libcap-ng-dev
 	# real parts the tests and the demo run against
 	softhsm2 opensc libengine-pkcs11-openssl keyutils
 	pamtester libpam-wrapper libpamtest0-dev
 	polkitd dbus nginx-light python3-kubernetes golang-go
+	# the Python client's exec (WebSocket), through kubehsm-relayd
+	python3-websocket
 	# hardening and benchmarks
 	clang libclang-rt-14-dev valgrind strace hyperfine gnuplot-nox libpam-p11
 	xz-utils git procps passwd libcap2-bin

@@ -1,15 +1,18 @@
 #!/bin/bash
-# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBDIR: check what
-# `make install` did.
+# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBDIR [SBINDIR UNITDIR]:
+# check what `make install` did.
 # Run by `make installcheck` (and so by `make distcheck` and scripts/test.sh).
 # The security properties of an install are checked, not assumed:
 #   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
 #   - the polkit plugin is in PKGLIBDIR, again without .la/.a, and the
 #     module does not link libpolkit or GLib itself;
 #   - kubehsm-tool.so and the polkit plugin are in PKGLIBDIR without .la/.a;
+#   - kubehsm-relayd is in SBINDIR and links neither libp11 nor PAM; its
+#     systemd unit (when UNITDIR is given) starts the installed daemon;
 #   - nothing installed is setuid/setgid or carries a file capability.
 set -u
-destdir=$1 pammoddir=$2 bindir=$3 pkglibdir=$4
+destdir=$1 pammoddir=$2 bindir=$3 pkglibdir=$4 sbindir=${5:-} unitdir=${6:-}
+relayd="$destdir$sbindir/kubehsm-relayd"
 module="$destdir$pammoddir/pam_kubehsm.so"
 plugin="$destdir$pkglibdir/kubehsm-polkit.so"
 helper="$destdir$bindir/kubehsm"
@@ -44,7 +47,22 @@ case "$needed" in
 *) false ;;
 esac
 check $? "pam_kubehsm.so links neither libpolkit nor GLib (NEEDED: $needed)"
-for f in "$module" "$helper" "$tool" "$plugin"; do
+if [ -n "$sbindir" ]; then
+	[ -x "$relayd" ]; check $? "kubehsm-relayd is installed in $sbindir"
+	needed=$(objdump -p "$relayd" 2>/dev/null | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
+	case "$needed" in
+	*libp11* | *libpam* | *polkit*) false ;;
+	*libevent_openssl*) true ;;
+	*) false ;;
+	esac
+	check $? "kubehsm-relayd links libevent_openssl, not libp11, PAM or polkit (NEEDED: $needed)"
+fi
+if [ -n "$unitdir" ] && [ "$unitdir" != no ]; then
+	grep -qx "ExecStart=$sbindir/kubehsm-relayd --foreground" \
+		"$destdir$unitdir/kubehsm-relayd.service" 2>/dev/null
+	check $? "kubehsm-relayd.service in $unitdir starts $sbindir/kubehsm-relayd"
+fi
+for f in "$module" "$helper" "$tool" "$plugin" "$relayd"; do
 	[ -e "$f" ] || continue
 	[ -z "$(find "$f" -perm /6000)" ]; check $? "$(basename "$f") has no setuid or setgid bit"
 	caps=$(getcap "$f" 2>/dev/null)

@@ -9,4 +9,5 @@ include tests/integration/logins.mk
 include tests/integration/helper.mk
 include tests/integration/scenario.mk
 include tests/integration/hardening.mk
+include tests/integration/relay.mk
 include tests/integration/clients.mk

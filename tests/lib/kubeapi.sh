@@ -11,6 +11,9 @@
 # A missing or untrusted client certificate gets a Kubernetes Status 401.
 # GET /kh-whoami answers "<client serial> <client subject DN>".
 # nginx is stopped when the test exits.
+# KUBEAPI_EXTRA (optional): nginx directives added to the server block, e.g.
+# locations proxied to a streaming backend (tests/lib/relay.sh does);
+# KUBEAPI_WORKER_CONNECTIONS (default 64) for tests with many connections.
 # kubeapi_start CLIENT_CA NAME starts one more endpoint beside the first, in
 # $KH_TMP/kubeapi-NAME: it sets the same variables (save them before the
 # next start); kubeapi_stop [PID] stops one (default: the last started).
@@ -67,7 +70,7 @@ daemon off;
 worker_processes 1;
 pid $d/nginx.pid;
 error_log $d/logs/error.log warn;
-events { worker_connections 64; }
+events { worker_connections ${KUBEAPI_WORKER_CONNECTIONS:-64}; }
 http {
 	access_log $d/logs/access.log;
 	client_body_temp_path $d/tmp/body;
@@ -103,6 +106,7 @@ http {
 		location ~ ^/apis/authentication\.k8s\.io/(v1|v1beta1|v1alpha1)/selfsubjectreviews\$ {
 			return 201 '{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/\$1","metadata":{"creationTimestamp":null},"status":{"userInfo":{"username":"\$ssl_client_s_dn","groups":["system:authenticated"]}}}';
 		}
+${KUBEAPI_EXTRA:-}
 		location / { return 404; }
 	}
 }

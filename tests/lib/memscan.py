@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """memscan PID NEEDLE: count occurrences of NEEDLE in a live process's memory.
 
+NEEDLE is text, or hex:HEXDIGITS for binary bytes (a raw key scalar).
+
 Reads only the process's own writable mappings (heap, anonymous, data) of at
 most 256 MiB each through /proc/PID/mem: enough to find a secret left in
 freed memory, and bounded even for a sanitizer build, whose shadow memory
@@ -13,6 +15,8 @@ LIMIT = 256 << 20
 
 def main():
     pid, needle = int(sys.argv[1]), sys.argv[2].encode()
+    if needle.startswith(b"hex:"):
+        needle = bytes.fromhex(needle[4:].decode())
     count = scanned = 0
     with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
         for line in maps:

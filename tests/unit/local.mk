@@ -4,6 +4,7 @@ include tests/unit/cache.mk
 include tests/unit/token.mk
 include tests/unit/proto.mk
 include tests/unit/polkit.mk
+include tests/unit/relay.mk
 
 # make check-unit: the unit tests alone (no root, no real parts, seconds):
 # what a package build runs (debian/rules).

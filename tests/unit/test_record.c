@@ -100,6 +100,32 @@ test_round_trip_issuer_session_scope(void **state)
 	kh_secure_free(buf, len + 1);
 }
 
+/* session.deliver = "relay": the record carries no key at all. */
+static void
+test_round_trip_without_key(void **state)
+{
+	struct kh_record r = sample(), *d = NULL;
+	kh_error err;
+	size_t len;
+	char *buf;
+
+	(void)state;
+	r.key_pem = NULL;
+	buf = encode(&r, &len);
+	assert_null(strstr(buf, "PRIVATE KEY"));
+	assert_non_null(strstr(buf, "\"key\":0"));
+	assert_int_equal(kh_record_decode(buf, len, &d, &err), 0);
+	assert_null(d->key_pem);
+	assert_string_equal(d->cert_chain_pem, PEM_CERT PEM_CERT);
+	assert_string_equal(d->token_cert_pem, PEM_CERT);
+	kh_record_free(d);
+	d = kh_record_dup(&r);
+	assert_non_null(d);
+	assert_null(d->key_pem);
+	kh_record_free(d);
+	kh_secure_free(buf, len + 1);
+}
+
 static void
 test_dup(void **state)
 {
@@ -124,7 +150,9 @@ test_encode_refuses_bad_records(void **state)
 	kh_error err;
 
 	(void)state;
-	r = sample(); r.key_pem = NULL;
+	r = sample(); r.cert_chain_pem = NULL;
+	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
+	r = sample(); r.key_pem = "not PEM";   /* absent is fine (relay), bad is not */
 	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
 	r = sample(); r.expires = r.created;
 	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
@@ -467,6 +495,7 @@ main(void)
 		cmocka_unit_test(test_wipe_restores_host_allocators),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_round_trip_issuer_session_scope),
+		cmocka_unit_test(test_round_trip_without_key),
 		cmocka_unit_test(test_dup),
 		cmocka_unit_test(test_encode_refuses_bad_records),
 		cmocka_unit_test(test_encode_refuses_oversize),

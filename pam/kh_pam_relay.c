@@ -1,0 +1,85 @@
+/*
+ * kh_pam_relay — deliver sessions to kubehsm-relayd and forget them.
+ *
+ * The key crosses only the relay's control socket (root to root's daemon:
+ * kh_relay_client checks the socket directory is root's); every buffer that
+ * held it is wiped.  Every wait is bounded by the client's timeout, so a
+ * hung relay delays a login by seconds, never blocks it.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <security/pam_ext.h>
+
+#include "kh_mem.h"
+#include "kh_pam_relay.h"
+#include "kh_relay_client.h"
+
+int
+kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+		     const struct kh_policy *policy, struct kh_record *rec, kh_error *err)
+{
+	const struct kh_relay_cluster *cl;
+	struct kh_relay_session s;
+	kh_error rerr = { 0 };
+
+	if (!kh_policy_delivers_to_relay(policy))
+		return 0;
+	cl = kh_policy_relay_cluster_for(policy, rec->issuer_id);
+	if (cl == NULL)
+		return 0;       /* no relay cluster takes this issuer: exec only */
+	s = (struct kh_relay_session){
+		.uid = rec->uid, .user = rec->user, .issuer = rec->issuer_id,
+		.expires = rec->expires, .chain_pem = rec->cert_chain_pem, .key_pem = rec->key_pem,
+	};
+	if (kh_relay_deliver(policy->relay.rundir, &s, &rerr) != 0) {
+		if (policy->session.deliver == KH_DELIVER_RELAY)
+			return kh_fail(err, rerr.code, "kubehsm-relayd did not take the session "
+				       "(%s); kube clients get no session from this login", rerr.msg);
+		pam_syslog(pamh, LOG_WARNING, "user '%s': kubehsm-relayd did not take the "
+			   "session (%s); only kubehsm exec serves it", rec->user, rerr.msg);
+		return 0;
+	}
+	kh_pam_debug(pamh, opts, "user '%s': kubehsm-relayd took the session for cluster %s",
+		     rec->user, cl->name);
+	if (policy->session.deliver == KH_DELIVER_RELAY) {
+		/* Only the relay keeps it: the user's record carries the certificate. */
+		kh_secure_strfree(rec->key_pem);
+		rec->key_pem = NULL;
+	}
+	return 1;
+}
+
+void
+kh_pam_relay_undo(pam_handle_t *pamh, const struct kh_policy *policy,
+		  const struct kh_record *rec)
+{
+	kh_error err = { 0 };
+
+	if (kh_relay_forget(policy->relay.rundir, rec->uid, rec->issuer_id, KH_RELAY_REVOKED,
+			    NULL, NULL, &err) != 0)
+		pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd keeps a session this login "
+			   "could not record: %s", rec->user, err.msg);
+}
+
+void
+kh_pam_relay_forget(pam_handle_t *pamh, const struct kh_pam_opts *opts, const char *rundir,
+		    uid_t uid, const char *user)
+{
+	unsigned sessions = 0, conns = 0;
+	kh_error err = { 0 };
+
+	if (rundir == NULL)
+		return;
+	if (kh_relay_forget(rundir, uid, NULL, KH_RELAY_LOGOUT, &sessions, &conns, &err) != 0) {
+		if (err.code != KH_ERR_NOTFOUND)
+			pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd was not told the "
+				   "session ended: %s", user, err.msg);
+		return;
+	}
+	kh_pam_debug(pamh, opts, "user '%s': kubehsm-relayd forgot %u session(s), closed %u "
+		     "connection(s)", user, sessions, conns);
+}

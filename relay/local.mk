@@ -1,0 +1,40 @@
+# relay/: kubehsm-relayd, the daemon that serves kube clients on a
+# privileged loopback port and speaks mTLS upstream with each peer's
+# session (issue #15).  It links what it needs from libkubehsm (policy,
+# errors, JSON, the relay protocol) plus libevent and libcap-ng;
+# --as-needed keeps the libraries it never calls (libp11, libconfig's
+# users aside) off its list of shared objects.
+sbin_PROGRAMS += relay/kubehsm-relayd
+relay_kubehsm_relayd_SOURCES = \
+	relay/main.c relay/kh_relayd.h \
+	relay/kh_rlog.c relay/kh_rlog.h \
+	relay/kh_rpriv.c relay/kh_rpriv.h \
+	relay/kh_rlisten.c \
+	relay/kh_rpeer.c relay/kh_rpeer.h \
+	relay/kh_rstore.c relay/kh_rstore.h \
+	relay/kh_rsession.c \
+	relay/kh_rpending.c \
+	relay/kh_rconn.c \
+	relay/kh_rdeny.c relay/kh_rdeny.h \
+	relay/kh_rctl.c
+relay_kubehsm_relayd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(CRYPTO_CFLAGS) \
+	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS) $(CAPNG_CFLAGS)
+relay_kubehsm_relayd_LDFLAGS = $(AM_LDFLAGS) -Wl,--as-needed
+relay_kubehsm_relayd_LDADD = lib/libkubehsm.la $(LIBEVENT_LIBS) $(CRYPTO_LIBS) \
+	$(JANSSON_LIBS) $(KEYUTILS_LIBS) $(CAPNG_LIBS)
+dist_man_MANS += relay/kubehsm-relayd.8
+
+# The systemd unit, with the installed path of the daemon filled in.
+if KH_SYSTEMD_UNIT
+systemdsystemunit_DATA = relay/kubehsm-relayd.service
+relay_unitdir = $(systemdsystemunitdir)
+else
+relay_unitdir = no
+endif
+CLEANFILES += relay/kubehsm-relayd.service
+EXTRA_DIST += relay/kubehsm-relayd.service.in
+relay/kubehsm-relayd.service: $(srcdir)/relay/kubehsm-relayd.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) relay && \
+	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+		-e 's|@rundir[@]|$(kh_rundir)|g' \
+		$(srcdir)/relay/kubehsm-relayd.service.in >$@.tmp && mv $@.tmp $@
