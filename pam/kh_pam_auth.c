@@ -227,7 +227,7 @@ build_login(struct auth_ctx *c, struct kh_pam_login **out)
 	l->kube_user = kh_template_expand(c->policy->identity.username, c->user, &err);
 	if (l->kube_user == NULL)
 		goto fail;
-	if (kh_pam_kube_groups(c->policy, c->cert, c->user, c->gid, &l->groups,
+	if (kh_pam_kube_groups(c->pamh, c->policy, c->cert, c->user, c->gid, &l->groups,
 			       &l->ngroups, &err) != 0)
 		goto fail;
 	if (c->policy->session.cache_pin) {

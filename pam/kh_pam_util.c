@@ -24,6 +24,7 @@
 #include "kh_x509.h"
 
 #define KH_PAM_MAX_UNIX_GROUPS 65536
+#define KH_PAM_GROUP_BUF_MAX (1u << 20)
 
 int
 kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
@@ -229,11 +230,46 @@ add_cert_groups(struct strv *s, X509 *cert, const char *attr, kh_error *err)
 	return rc;
 }
 
+/* getgrgid_r with a buffer that grows on ERANGE (directory groups with
+ * many members do not fit 8 KiB), up to 1 MiB.  0 found; 1 no name for
+ * the gid (backends say so with 0 or with an errno such as ENOENT); -1 the
+ * group would not fit or memory ran out. */
+static int
+group_name(gid_t gid, char **buf, size_t *size, const char **name)
+{
+	struct group gr, *res;
+	int rc;
+
+	for (;;) {
+		res = NULL;
+		errno = 0;
+		rc = getgrgid_r(gid, &gr, *buf, *size, &res);
+		/* glibc returns ERANGE; an interposed implementation (cwrap's
+		 * nss_wrapper, used by the tests) returns -1 with errno set. */
+		if (rc != ERANGE && !(rc == -1 && errno == ERANGE))
+			break;
+		if (*size >= KH_PAM_GROUP_BUF_MAX)
+			return -1;
+		char *nb = realloc(*buf, *size * 2);
+
+		if (nb == NULL)
+			return -1;
+		*buf = nb;
+		*size *= 2;
+	}
+	if (rc != 0 || res == NULL)
+		return 1;
+	*name = gr.gr_name;
+	return 0;
+}
+
 static int
 add_unix_groups(struct strv *s, const char *user, gid_t gid, const char *glob,
 		kh_error *err)
 {
 	gid_t *gids = NULL;
+	size_t bufsize = 8192;
+	char *buf = NULL;
 	int ngids = 32, rc = 0;
 
 	for (;;) {
@@ -255,22 +291,53 @@ add_unix_groups(struct strv *s, const char *user, gid_t gid, const char *glob,
 		}
 		ngids = want;
 	}
-	for (int i = 0; i < ngids && rc == 0; i++) {
-		struct group gr, *res = NULL;
-		char buf[8192];
-
-		if (getgrgid_r(gids[i], &gr, buf, sizeof(buf), &res) != 0 || res == NULL)
-			continue;
-		if (fnmatch(glob, gr.gr_name, 0) == 0)
-			rc = strv_add_unique(s, gr.gr_name, err);
+	buf = malloc(bufsize);
+	if (buf == NULL) {
+		free(gids);
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
+	for (int i = 0; i < ngids && rc == 0; i++) {
+		const char *name = NULL;
+		int found = group_name(gids[i], &buf, &bufsize, &name);
+
+		if (found < 0)
+			rc = kh_fail(err, KH_ERR_INTERNAL, "group %u of '%s' does not fit in "
+				     "1 MiB or memory ran out", (unsigned)gids[i], user);
+		else if (found == 0 && fnmatch(glob, name, 0) == 0)
+			rc = strv_add_unique(s, name, err);
+	}
+	free(buf);
 	free(gids);
 	return rc;
 }
 
+/* Keep only the groups identity.allow_groups/deny_groups let through; say
+ * which were dropped (a certificate with O=system:masters must not make
+ * its holder cluster admin). */
+static void
+filter_groups(pam_handle_t *pamh, const struct kh_policy *policy, const char *user,
+	      struct strv *s)
+{
+	size_t i = 0;
+
+	while (i < s->n) {
+		if (kh_policy_group_allowed(policy, s->v[i])) {
+			i++;
+			continue;
+		}
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': kube group '%s' is not allowed "
+			   "(identity.allow_groups/deny_groups); left out of the session",
+			   user, s->v[i]);
+		kh_secure_strfree(s->v[i]);
+		memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(*s->v));
+		s->n--;
+	}
+}
+
 int
-kh_pam_kube_groups(const struct kh_policy *policy, X509 *cert, const char *user,
-		   gid_t gid, char ***groups, size_t *ngroups, kh_error *err)
+kh_pam_kube_groups(pam_handle_t *pamh, const struct kh_policy *policy, X509 *cert,
+		   const char *user, gid_t gid, char ***groups, size_t *ngroups,
+		   kh_error *err)
 {
 	struct strv s = { 0 };
 	int rc = 0;
@@ -294,6 +361,7 @@ kh_pam_kube_groups(const struct kh_policy *policy, X509 *cert, const char *user,
 		strv_free(s.v, s.n);
 		return -1;
 	}
+	filter_groups(pamh, policy, user, &s);
 	*groups = s.v;
 	*ngroups = s.n;
 	return 0;

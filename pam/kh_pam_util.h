@@ -87,8 +87,9 @@ int kh_pam_login_save(pam_handle_t *pamh, struct kh_pam_login *login);
 const struct kh_pam_login *kh_pam_login_get(pam_handle_t *pamh);
 
 /* The kube groups of a user from identity.groups (cert:, unix:, static:),
- * de-duplicated, in rule order.  Free with kh_x509_strv_free. */
-int kh_pam_kube_groups(const struct kh_policy *policy, X509 *cert,
+ * de-duplicated, in rule order, less those identity.allow_groups/deny_groups
+ * refuse (each logged).  Free with kh_x509_strv_free. */
+int kh_pam_kube_groups(pam_handle_t *pamh, const struct kh_policy *policy, X509 *cert,
 		       const char *user, gid_t gid, char ***groups,
 		       size_t *ngroups, kh_error *err);
 

@@ -13,7 +13,7 @@ PACKAGES=(
 	libevent-dev libcap-ng-dev
 	# real parts the tests and the demo run against
 	softhsm2 opensc libengine-pkcs11-openssl keyutils
-	pamtester libpam-wrapper libpamtest0-dev
+	pamtester libpam-wrapper libnss-wrapper libpamtest0-dev
 	polkitd dbus nginx-light python3-kubernetes golang-go
 	# the Python client's exec (WebSocket), through kubehsm-relayd
 	python3-websocket

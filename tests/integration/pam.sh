@@ -47,10 +47,12 @@ user_with_token() {
 user_with_token alice users --o dev --o ops
 user_with_token expd users --not-before 20200101000000Z --not-after 20210101000000Z
 user_with_token rogue rogue
+# A certificate whose O= claims the cluster-admin group.
+user_with_token sysm users --o system:masters --o dev
 make_user notok
 # MALLORY's token holds a valid certificate of ALICE's.
 make_user mallory
-ALICE=$alice EXPD=$expd ROGUE=$rogue NOTOKEN=$notok MALLORY=$mallory
+ALICE=$alice EXPD=$expd ROGUE=$rogue NOTOKEN=$notok MALLORY=$mallory SYSM=$sysm
 pki_token_init "$MALLORY" "$PIN" && pki_token_import "$MALLORY" "$PIN" "$ALICE" kube 01 ||
 	{ echo "Bail out! token for $MALLORY"; exit 1; }
 
@@ -83,6 +85,27 @@ service() {
 service "$SVC" "config=$CONF"
 service "$SVC-shim" "config=$SHIMCONF"
 service "$SVC-nocache" "config=$CONF no_cache"
+# Unix groups too: a directory-sized group (members over 8 KiB, like an
+# LDAP group) must not be dropped for its size.  nss_wrapper (cwrap) gives
+# the login its own group file with such a group, touching nothing else.
+NSSW=$(ls /usr/lib/*/libnss_wrapper.so /lib/*/libnss_wrapper.so 2>/dev/null | head -1)
+[ -n "$NSSW" ] || { echo "Bail out! libnss_wrapper.so not found (libnss-wrapper)"; exit 1; }
+BIG=khbig$$
+cp /etc/passwd "$KH_TMP/nss.passwd"
+{ cat /etc/group
+  printf '%s:x:%d:%s' "$BIG" $((50000 + $$ % 10000)) "$ALICE"
+  for i in $(seq 1 1200); do printf ',khmember%04d' "$i"; done; echo; } >"$KH_TMP/nss.group"
+NSS_ENV=(LD_PRELOAD="${PT_ENV[0]:+${PT_ENV[0]#LD_PRELOAD=} }$NSSW"
+	NSS_WRAPPER_PASSWD="$KH_TMP/nss.passwd" NSS_WRAPPER_GROUP="$KH_TMP/nss.group"
+	"${PT_ENV[@]:1}")
+# pt_nss SERVICE USER PIN OPS...: pt with the private account files.
+pt_nss() {
+	local svc=$1 user=$2 pin=$3; shift 3
+	run env "${NSS_ENV[@]}" timeout 60 pamtester "$svc" "$user" "$@" <<<"$pin"
+}
+GCONF=$ETC/groups.conf
+pki_policy "$GCONF" "$HOST" groups='"cert:O", "unix:khbig*"'
+service "$SVC-groups" "config=$GCONF"
 service "$SVC-bad" "config=$ETC/missing.conf"
 {
 	echo "auth     optional pam_unix.so"
@@ -109,7 +132,7 @@ token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
 	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
 		/token flags/ && cur == l { print; exit }'; }
 
-plan 33
+plan 38
 
 # --- right PIN: a record that chains to the issuer CA --------------------
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
@@ -203,3 +226,16 @@ pt "$SVC-ufp" "$ALICE" "$PIN" authenticate
 is "$rc" 0 "use_first_pass: the PIN typed for an earlier module is used"
 pt "$SVC-nocache" "$ALICE" "$PIN" authenticate open_session
 is "$rc:$(logins "$ALICE")" "0:none" "no_cache: authenticates, caches nothing"
+
+# --- kube groups -------------------------------------------------------------
+pt "$SVC-groups" "$SYSM" "$PIN" authenticate open_session close_session
+is "$rc" 0 "a certificate with O=system:masters still logs in"
+pt "$SVC-groups" "$SYSM" "$PIN" authenticate open_session
+is "$(record "$SYSM" | jq -r '.groups | join(",")')" "dev" \
+	"O=system:masters is left out of the session (deny_groups default system:*), O=dev kept"
+openssl x509 -noout -subject -nameopt RFC2253 -in <(record "$SYSM" | jq -r .chain) >"$KH_TMP/sysm.subj" 2>/dev/null
+unlike "$(cat "$KH_TMP/sysm.subj")" "system:masters" "and the session certificate does not name it"
+pt_nss "$SVC-groups" "$ALICE" "$PIN" authenticate open_session
+is "$rc" 0 "a login whose unix groups include one of over 8 KiB" || diag "$err"
+like "$(record "$ALICE" | jq -r '.groups | join(",")')" "(^|,)$BIG(,|\$)" \
+	"a unix group with over 8 KiB of members is kept (getgrgid_r buffer grows)"
