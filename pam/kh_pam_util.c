@@ -69,24 +69,63 @@ kh_pam_load_policy(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	return p;
 }
 
+static void
+free_name(pam_handle_t *pamh, void *data, int error_status)
+{
+	(void)pamh;
+	(void)error_status;
+	free(data);
+}
+
+/*
+ * The account PAM_USER names, by its canonical name: what was typed may
+ * differ (case-insensitive or qualified names with sssd or winbind), and
+ * the token label, the certificate mapping, the kube user name and the
+ * record must not depend on it.  The name is kept with the handle.
+ */
 int
 kh_pam_get_user(pam_handle_t *pamh, const char **user, uid_t *uid, gid_t *gid)
 {
 	struct passwd pw, *res = NULL;
-	char buf[4096];
-	int rc = pam_get_user(pamh, user, NULL);
+	const char *typed = NULL;
+	size_t size = 4096;
+	char *buf = NULL, *name;
+	int rc = pam_get_user(pamh, &typed, NULL);
 
-	if (rc != PAM_SUCCESS || *user == NULL || **user == '\0') {
+	if (rc != PAM_SUCCESS || typed == NULL || *typed == '\0') {
 		pam_syslog(pamh, LOG_ERR, "cannot determine the user name");
 		return rc == PAM_SUCCESS ? PAM_USER_UNKNOWN : rc;
 	}
-	if (getpwnam_r(*user, &pw, buf, sizeof(buf), &res) != 0 || res == NULL) {
-		pam_syslog(pamh, LOG_NOTICE, "user '%s': no such user", *user);
+	for (;;) {
+		char *nb = realloc(buf, size);
+
+		if (nb == NULL) {
+			free(buf);
+			return PAM_BUF_ERR;
+		}
+		buf = nb;
+		rc = getpwnam_r(typed, &pw, buf, size, &res);
+		if (rc != ERANGE || size >= (1u << 20))
+			break;
+		size *= 2;
+	}
+	if (rc != 0 || res == NULL) {
+		free(buf);
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': no such user", typed);
 		return PAM_USER_UNKNOWN;
 	}
 	*uid = pw.pw_uid;
 	*gid = pw.pw_gid;
-	explicit_bzero(buf, sizeof(buf));
+	name = strdup(pw.pw_name);
+	explicit_bzero(buf, size);
+	free(buf);
+	if (name == NULL)
+		return PAM_BUF_ERR;
+	if (pam_set_data(pamh, KH_PAM_DATA_ACCOUNT, name, free_name) != PAM_SUCCESS) {
+		free(name);
+		return PAM_BUF_ERR;
+	}
+	*user = name;
 	return PAM_SUCCESS;
 }
 

@@ -23,6 +23,7 @@
 /* pam_set_data names. */
 #define KH_PAM_DATA_LOGIN   "kubehsm:login"
 #define KH_PAM_DATA_SESSION "kubehsm:session-open"
+#define KH_PAM_DATA_ACCOUNT "kubehsm:account"
 
 struct kh_pam_opts {
 	bool use_first_pass;
@@ -61,7 +62,9 @@ int kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 struct kh_policy *kh_pam_load_policy(pam_handle_t *pamh,
 				     const struct kh_pam_opts *opts);
 
-/* The PAM user and its passwd uid; PAM_USER_UNKNOWN if there is none. */
+/* The account PAM_USER names: its canonical name (pw_name, which may differ
+ * from what was typed; valid until the next call or pam_end), uid and gid.
+ * PAM_USER_UNKNOWN if there is none. */
 int kh_pam_get_user(pam_handle_t *pamh, const char **user, uid_t *uid,
 		    gid_t *gid);
 

@@ -11,6 +11,15 @@ tests_p11shim_libkhp11shim_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath $(abs_builddir)/tests/p11shim -export-symbols-regex '^C_GetFunctionList$$'
 tests_p11shim_libkhp11shim_la_LIBADD = -ldl
 
+# nss_khcase: a test NSS module answering user names without regard to
+# case (as sssd may), loaded through nss_wrapper: the module must use the
+# account's canonical name, not what was typed.
+check_LTLIBRARIES += tests/nss/libnss_khcase.la
+tests_nss_libnss_khcase_la_SOURCES = tests/nss/nss_khcase.c
+tests_nss_libnss_khcase_la_CFLAGS = $(AM_CFLAGS)
+tests_nss_libnss_khcase_la_LDFLAGS = -module -avoid-version -shared \
+	-rpath $(abs_builddir)/tests/nss -export-symbols-regex '^_nss_khcase_'
+
 # pam_driver: plain pam_start/pam_authenticate/... with the PIN from the
 # environment, for pam_wrapper and the valgrind load/unload cycles.
 check_PROGRAMS += tests/pam_driver

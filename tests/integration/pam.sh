@@ -98,6 +98,13 @@ cp /etc/passwd "$KH_TMP/nss.passwd"
 NSS_ENV=(LD_PRELOAD="${PT_ENV[0]:+${PT_ENV[0]#LD_PRELOAD=} }$NSSW"
 	NSS_WRAPPER_PASSWD="$KH_TMP/nss.passwd" NSS_WRAPPER_GROUP="$KH_TMP/nss.group"
 	"${PT_ENV[@]:1}")
+# With nss_khcase ahead of the files, user names resolve without regard to
+# case, as with sssd: "ALICE" is the account "alice".
+NSS_CASE_ENV=("${NSS_ENV[@]}"
+	NSS_WRAPPER_MODULE_SO_PATH="$KH_BUILDDIR/tests/nss/.libs/libnss_khcase.so"
+	NSS_WRAPPER_MODULE_FN_PREFIX=khcase)
+[ -f "$KH_BUILDDIR/tests/nss/.libs/libnss_khcase.so" ] ||
+	{ echo "Bail out! tests/nss/libnss_khcase.so not built"; exit 1; }
 # pt_nss SERVICE USER PIN OPS...: pt with the private account files.
 pt_nss() {
 	local svc=$1 user=$2 pin=$3; shift 3
@@ -132,7 +139,7 @@ token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
 	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
 		/token flags/ && cur == l { print; exit }'; }
 
-plan 38
+plan 40
 
 # --- right PIN: a record that chains to the issuer CA --------------------
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
@@ -239,3 +246,13 @@ pt_nss "$SVC-groups" "$ALICE" "$PIN" authenticate open_session
 is "$rc" 0 "a login whose unix groups include one of over 8 KiB" || diag "$err"
 like "$(record "$ALICE" | jq -r '.groups | join(",")')" "(^|,)$BIG(,|\$)" \
 	"a unix group with over 8 KiB of members is kept (getgrgid_r buffer grows)"
+
+# --- the account's name, not what was typed ----------------------------------
+# The token label (%u), the certificate mapping, the kube user name and the
+# record name the account (pw_name), whatever case the user typed.
+UPPER=${ALICE^^}
+"$KH_BUILDDIR/tests/cache_probe" revoke "$(uid_of "$ALICE")" >/dev/null
+run env "${NSS_CASE_ENV[@]}" timeout 60 pamtester "$SVC" "$UPPER" authenticate open_session <<<"$PIN"
+is "$rc" 0 "logging in as '$UPPER' resolves to the account '$ALICE'" || diag "$err"
+is "$(record "$ALICE" | jq -r '.user + " " + .kube_user')" "$ALICE $ALICE" \
+	"the record and the kube user name the account, not what was typed"
