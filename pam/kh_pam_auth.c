@@ -3,8 +3,10 @@
  *
  * Order matters for the token's retry counter: everything that can fail
  * without the PIN (token present, certificate found, validated and mapped
- * to this user, PIN not locked) is checked before the user is asked for a
- * PIN, and the PIN is tried exactly once.
+ * to this user, PIN not locked, the user can be warned of a last try) is
+ * checked before the user is asked for a PIN, and the PIN is tried
+ * exactly once — twice only under try_first_pass with authtok_is_pin,
+ * when the earlier module's password was not the PIN.
  */
 #include "config.h"
 
@@ -132,11 +134,17 @@ validate_and_map_cert(struct auth_ctx *c)
 	return same ? PAM_SUCCESS : PAM_AUTH_ERR;
 }
 
-/* Refuse a locked PIN without trying; warn when few tries are left. */
+/*
+ * Refuse a locked PIN without trying; warn when few tries are left.  A
+ * warning that cannot reach the user (no conversation, or one that cannot
+ * show messages) means the try is not made at all: the user must never
+ * lock their token unwarned.
+ */
 static int
 check_pin_state(struct auth_ctx *c)
 {
 	unsigned f = c->info.pin_flags;
+	const char *warning = NULL;
 
 	if (f & KH_P11_PIN_LOCKED) {
 		pam_syslog(c->pamh, LOG_NOTICE, "user '%s': token '%s': PIN locked; not tried",
@@ -146,25 +154,35 @@ check_pin_state(struct auth_ctx *c)
 		return PAM_MAXTRIES;
 	}
 	if (f & KH_P11_PIN_FINAL_TRY)
-		pam_info(c->pamh, "kubehsm: token '%s': final PIN try — a wrong PIN "
-			 "locks the token", c->token_label);
+		warning = "final PIN try — a wrong PIN locks the token";
 	else if (f & KH_P11_PIN_COUNT_LOW)
-		pam_info(c->pamh, "kubehsm: token '%s': PIN count low — a wrong PIN "
-			 "was entered recently", c->token_label);
+		warning = "PIN count low — a wrong PIN was entered recently";
+	if (warning != NULL &&
+	    pam_info(c->pamh, "kubehsm: token '%s': %s", c->token_label, warning) != PAM_SUCCESS) {
+		pam_syslog(c->pamh, LOG_NOTICE, "user '%s': token '%s': %s, and the user cannot "
+			   "be warned (no conversation); not tried", c->user, c->token_label,
+			   f & KH_P11_PIN_FINAL_TRY ? "final PIN try" : "PIN count low");
+		return PAM_AUTH_ERR;
+	}
 	return PAM_SUCCESS;
 }
 
-/* The PIN: PAM_AUTHTOK for use_first_pass / try_first_pass, else prompt.
- * A wrong PIN is never retried (a retry would cost a second token try). */
+/*
+ * The PIN: prompted for, unless the admin said an earlier module's password
+ * is the PIN (authtok_is_pin) and use_first_pass/try_first_pass asks for it.
+ * *stored tells whether it came from PAM_AUTHTOK.
+ */
 static int
-get_pin(struct auth_ctx *c)
+get_pin(struct auth_ctx *c, bool *stored)
 {
 	const void *item = NULL;
 
-	if (c->opts->use_first_pass || c->opts->try_first_pass) {
+	*stored = false;
+	if ((c->opts->use_first_pass || c->opts->try_first_pass) && c->opts->authtok_is_pin) {
 		if (pam_get_item(c->pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS &&
 		    item != NULL) {
 			c->pin = strdup(item);
+			*stored = true;
 			return c->pin ? PAM_SUCCESS : PAM_BUF_ERR;
 		}
 		if (c->opts->use_first_pass) {
@@ -176,16 +194,42 @@ get_pin(struct auth_ctx *c)
 	return kh_pam_prompt_pin(c->pamh, c->token_label, &c->pin);
 }
 
+/*
+ * try_first_pass: the stored password was not the PIN.  As its name
+ * promises, ask for the PIN — after reading the token's PIN state again:
+ * the failed try may have made the next one the last.
+ */
 static int
-login_and_prove(struct auth_ctx *c)
+prompt_again(struct auth_ctx *c)
+{
+	kh_error err = { 0 };
+	int rc;
+
+	kh_secure_strfree(c->pin);
+	c->pin = NULL;
+	kh_p11_token_info_clear(&c->info);
+	if (kh_p11_find_token(c->p11, c->token_label, &c->info, &err) != 0)
+		return fail_log(c, "token", &err, pam_code_for_lookup(&err));
+	if ((rc = check_pin_state(c)) != PAM_SUCCESS)
+		return rc;
+	return kh_pam_prompt_pin(c->pamh, c->token_label, &c->pin);
+}
+
+/* One C_Login.  *wrong is set when the PIN was refused as incorrect. */
+static int
+token_login(struct auth_ctx *c, bool stored, bool *wrong)
 {
 	kh_error err = { 0 };
 
+	*wrong = false;
 	if (kh_p11_login(c->p11, c->pin, &err) != 0) {
 		switch (err.code) {
 		case KH_ERR_AUTH:
-			pam_error(c->pamh, "kubehsm: token '%s': wrong PIN", c->token_label);
-			return fail_log(c, "token login", &err, PAM_AUTH_ERR);
+			*wrong = true;
+			if (!stored)
+				pam_error(c->pamh, "kubehsm: token '%s': wrong PIN", c->token_label);
+			return fail_log(c, stored ? "token login with the earlier module's "
+					"password" : "token login", &err, PAM_AUTH_ERR);
 		case KH_ERR_LOCKED:
 			pam_error(c->pamh, "kubehsm: token '%s': PIN locked", c->token_label);
 			return fail_log(c, "token login", &err, PAM_MAXTRIES);
@@ -193,6 +237,28 @@ login_and_prove(struct auth_ctx *c)
 			return fail_log(c, "token login", &err, pam_code_for_lookup(&err));
 		}
 	}
+	return PAM_SUCCESS;
+}
+
+/* The PIN (a second one only under try_first_pass), then proof of
+ * possession. */
+static int
+login_and_prove(struct auth_ctx *c)
+{
+	kh_error err = { 0 };
+	bool stored = false, wrong = false;
+	int rc;
+
+	if ((rc = get_pin(c, &stored)) != PAM_SUCCESS)
+		return rc;
+	rc = token_login(c, stored, &wrong);
+	if (rc != PAM_SUCCESS && wrong && stored && c->opts->try_first_pass) {
+		if ((rc = prompt_again(c)) != PAM_SUCCESS)
+			return rc;
+		rc = token_login(c, false, &wrong);
+	}
+	if (rc != PAM_SUCCESS)
+		return rc;
 	if (kh_p11_find_key(c->p11, c->key_label, c->policy->token.key_id,
 			    &c->key, &err) != 0)
 		return fail_log(c, "token key", &err, pam_code_for_lookup(&err));
@@ -262,7 +328,6 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	    (rc = find_token_and_cert(&c)) != PAM_SUCCESS ||
 	    (rc = validate_and_map_cert(&c)) != PAM_SUCCESS ||
 	    (rc = check_pin_state(&c)) != PAM_SUCCESS ||
-	    (rc = get_pin(&c)) != PAM_SUCCESS ||
 	    (rc = login_and_prove(&c)) != PAM_SUCCESS)
 		goto out;
 

@@ -45,6 +45,8 @@ kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 			opts->no_cache = true;
 		else if (strcmp(a, "join") == 0)
 			opts->join = true;
+		else if (strcmp(a, "authtok_is_pin") == 0)
+			opts->authtok_is_pin = true;
 		else if (strncmp(a, "config=", 7) == 0 && a[7] == '/')
 			opts->config = a + 7;
 		else {
@@ -53,6 +55,14 @@ kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 				   "(config= needs an absolute path)", a);
 			return PAM_SERVICE_ERR;
 		}
+	}
+	/* Another module's password tried as the PIN costs a token try when
+	 * they differ: use_first_pass could only ever do that. */
+	if (opts->use_first_pass && !opts->authtok_is_pin) {
+		pam_syslog(pamh, LOG_ERR, "use_first_pass hands an earlier module's password "
+			   "to the token as its PIN; add authtok_is_pin if the two are the same "
+			   "secret, or drop use_first_pass to be asked for the PIN");
+		return PAM_SERVICE_ERR;
 	}
 	return PAM_SUCCESS;
 }

@@ -28,6 +28,8 @@
 struct kh_pam_opts {
 	bool use_first_pass;
 	bool try_first_pass;
+	bool authtok_is_pin;    /* the admin says the earlier module's password
+				 * is the token PIN: only then is it tried */
 	bool debug;
 	bool no_cache;
 	bool join;              /* the session joins the uid's open logins

@@ -114,12 +114,20 @@ GCONF=$ETC/groups.conf
 pki_policy "$GCONF" "$HOST" groups='"cert:O", "unix:khbig*"'
 service "$SVC-groups" "config=$GCONF"
 service "$SVC-bad" "config=$ETC/missing.conf"
-{
-	echo "auth     optional pam_unix.so"
-	echo "auth     required $PAM_KUBEHSM config=$CONF use_first_pass"
-	echo "account  required pam_permit.so"
-	echo "session  required $PAM_KUBEHSM config=$CONF"
-} >"$SVCFILE-ufp"
+# stacked SUFFIX OPTIONS...: pam_unix asks a password first (stored as
+# PAM_AUTHTOK), then pam_kubehsm with OPTIONS, on the shim (C_Login counted).
+stacked() {
+	local f=$SVCFILE-$1; shift
+	{
+		echo "auth     optional pam_unix.so"
+		echo "auth     required $PAM_KUBEHSM config=$SHIMCONF $*"
+		echo "account  required pam_permit.so"
+	} >"$f"
+}
+stacked ufp use_first_pass
+stacked ufpp use_first_pass authtok_is_pin
+stacked tfp try_first_pass
+stacked tfpp try_first_pass authtok_is_pin
 
 # pt SERVICE USER PIN OPS...: pamtester, PIN on stdin; sets $out $err $rc.
 pt() {
@@ -139,7 +147,7 @@ token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
 	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
 		/token flags/ && cur == l { print; exit }'; }
 
-plan 40
+plan 49
 
 # --- right PIN: a record that chains to the issuer CA --------------------
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
@@ -228,9 +236,48 @@ like "$rc:$(oneline "$err")" "^1:.*Authentication failure" "certificate from an 
 pt "$SVC-bad" "$ALICE" "$PIN" authenticate
 like "$rc:$(oneline "$err")" "^1:.*(Error in service module|System error)" "missing config: PAM_SERVICE_ERR"
 
-# --- options ----------------------------------------------------------------
+# --- options: an earlier module's password as the PIN (#13) ----------------
+# Only when the admin says the two are the same secret (authtok_is_pin):
+# another module's password tried as the PIN costs a token try.
+export KH_SHIM_LOG=$SHIMLOG
+: >"$SHIMLOG"
 pt "$SVC-ufp" "$ALICE" "$PIN" authenticate
-is "$rc" 0 "use_first_pass: the PIN typed for an earlier module is used"
+like "$rc:$(oneline "$err")" "^[1-9].*(Error in service module|System error)" \
+	"use_first_pass without authtok_is_pin: a configuration error"
+is "$(shim_logins)" 0 "... and no token try"
+pt "$SVC-ufpp" "$ALICE" "$PIN" authenticate
+is "$rc:$(shim_logins)" "0:1" "use_first_pass authtok_is_pin: the password typed for pam_unix is the PIN, one try"
+: >"$SHIMLOG"
+pt "$SVC-tfp" "$ALICE" "$(printf 'unix-password\n%s' "$PIN")" authenticate
+is "$rc:$(shim_logins)" "0:1" \
+	"try_first_pass without authtok_is_pin: the stored password is not tried, the PIN is asked (one try)"
+: >"$SHIMLOG"
+pt "$SVC-tfpp" "$ALICE" "$(printf '0000\n%s' "$PIN")" authenticate
+like "$rc:$(oneline "$out$err")" "^0:.*PIN for token" \
+	"try_first_pass authtok_is_pin: a stored password that is not the PIN, then the PIN is asked"
+is "$(shim_logins)" 2 "... two tries, as the admin allowed"
+: >"$SHIMLOG"
+KH_SHIM_PIN_FLAGS=locked pt "$SVC-tfpp" "$ALICE" "$(printf '%s\n%s' "$PIN" "$PIN")" authenticate
+like "$rc:$(shim_logins):$(oneline "$err")" "^1:0:.*maximum number of retries" \
+	"try_first_pass on a locked token: PAM_MAXTRIES, no try"
+# A last try the user cannot be warned of is not made.  tests/pam_driver
+# answers pam_unix's password prompt with the PIN (PAM_AUTHTOK) and, with
+# KH_CONV_MUTE, cannot show a message, like a non-interactive application.
+DRIVER=$KH_BUILDDIR/tests/pam_driver
+: >"$SHIMLOG"
+run env "${PT_ENV[@]}" KH_SHIM_PIN_FLAGS=final_try KH_CONV_MUTE=1 KH_PIN="$PIN" \
+	"$DRIVER" "$SVC-ufpp" "$ALICE" 1 authenticate
+is "$rc:$(shim_logins)" "7:0" "final try and a conversation that cannot warn: refused (PAM_AUTH_ERR), no try"
+: >"$SHIMLOG"
+run env "${PT_ENV[@]}" KH_SHIM_PIN_FLAGS=count_low KH_CONV_MUTE=1 KH_PIN="$PIN" \
+	"$DRIVER" "$SVC-ufpp" "$ALICE" 1 authenticate
+is "$rc:$(shim_logins)" "7:0" "count low and a conversation that cannot warn: refused, no try"
+: >"$SHIMLOG"
+run env "${PT_ENV[@]}" KH_SHIM_PIN_FLAGS=final_try KH_PIN="$PIN" \
+	"$DRIVER" "$SVC-ufpp" "$ALICE" 1 authenticate
+like "$rc:$(shim_logins):$(oneline "$err")" "^0:1:.*final PIN try" \
+	"final try with a conversation that warns: warned, then tried once"
+unset KH_SHIM_LOG
 pt "$SVC-nocache" "$ALICE" "$PIN" authenticate open_session
 is "$rc:$(logins "$ALICE")" "0:none" "no_cache: authenticates, caches nothing"
 
