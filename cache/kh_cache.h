@@ -88,6 +88,10 @@ int kh_cache_find(const char *issuer_id, struct kh_record **out,
 /* The cached PIN, if session.cache_pin stored one.  Wipe with kh_secure_strfree. */
 int kh_cache_find_pin(const char *issuer_id, char **pin, kh_error *err);
 
+/* Forget the caller's cached PIN (the token refused it: trying it again
+ * would only spend the token's tries).  Returns how many keys went. */
+int kh_cache_drop_pin(const char *issuer_id);
+
 /*
  * End a session.  As the user: their own (logout), every key of theirs of
  * that issuer they can reach.  As root: every key the host issued to uid

@@ -401,6 +401,17 @@ drop_own(const char *desc)
 }
 
 int
+kh_cache_drop_pin(const char *issuer_id)
+{
+	char desc[KH_DESC_MAX];
+
+	if (kh_record_description("pin", issuer_id ? issuer_id : "", desc, sizeof(desc),
+				  NULL) != 0)
+		return 0;
+	return drop_own(desc);
+}
+
+int
 kh_cache_revoke_own(const char *issuer_id, kh_error *err)
 {
 	char desc[KH_DESC_MAX], payload[64];

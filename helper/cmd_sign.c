@@ -218,7 +218,14 @@ kh_cmd_sign(int argc, char **argv)
 				goto out;
 			}
 			if (kh_p11_open_uri_key(module, rec->token_uri, pin, &p11, &pkey, &err) != 0) {
-				kh_cli_error("sign: token: %s", err.msg);
+				/* A PIN the token refused would fail the same way on
+				 * every kubectl request until the token locks: it is
+				 * forgotten at once and never tried again. */
+				if (err.code == KH_ERR_AUTH && kh_cache_drop_pin(issuer) > 0)
+					kh_cli_error("sign: token: %s; the cached PIN was forgotten, "
+						     "log in again to cache the right one", err.msg);
+				else
+					kh_cli_error("sign: token: %s", err.msg);
 				goto out;
 			}
 		} else if (rec->key_pem == NULL) {

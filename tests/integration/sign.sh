@@ -185,6 +185,26 @@ runu "$carol" env KUBEHSM_CONFIG="$POL/kubehsm.conf" "$KUBEHSM" sign --key sessi
 got=$(printf '%s' "$out" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["certificate"])' 2>/dev/null)
 is "$got" "$(openssl x509 -in "$PKI_DIR/ec.pem" -outform DER | base64 -w0)" "--key session overrides the policy"
 
+# A cached PIN the token refuses is forgotten at once: every kubectl
+# request would otherwise spend one of the token's tries (#13).  The shim
+# in front of SoftHSM counts C_Login.
+SHIM=$KH_BUILDDIR/tests/p11shim/.libs/libkhp11shim.so
+"$PROBE" store "$C" "$carol" user 600 --chain "$PKI_DIR/ec.chain" --key "$PKI_DIR/ec.key" \
+	--token-cert "$PKI_DIR/tok.pem" --pin 9999 >/dev/null
+sed -i "s|^\( *module = \)\"[^\"]*\";|\1\"$SHIM\";|" "$POL/kubehsm.conf"
+install -o "$carol" -m 0600 /dev/null "$KH_TMP/carol-shim.log"
+shim_sign() {
+	runu "$carol" env KUBEHSM_CONFIG="$POL/kubehsm.conf" SOFTHSM2_CONF="$SOFTHSM2_CONF" \
+		KH_SHIM_LOG="$KH_TMP/carol-shim.log" "$KUBEHSM" sign "$req"
+}
+shim_sign
+like "$rc:$err" "^1:.*wrong PIN.*cached PIN was forgotten" \
+	"signer.key = token, a stale cached PIN: refused, and the PIN is forgotten"
+is "$(grep -c C_Login "$KH_TMP/carol-shim.log")" 1 "... after exactly one token try"
+shim_sign
+like "$rc:$err" "^1:.*no cached PIN" "the next request finds no cached PIN"
+is "$(grep -c C_Login "$KH_TMP/carol-shim.log")" 1 "... and tries the token no more"
+
 "$PROBE" revoke "$C" >/dev/null
 runu "$carol" "$KUBEHSM" sign "{\"apiVersion\":\"$API\",\"kind\":\"CertificateRequest\",\"configuration\":{}}"
 if [ "$rc" -ne 0 ] && [ -z "$out" ] && grep -q 'log in' <<<"$err"; then pass "no session: sign refuses and says to log in ($err)"
