@@ -321,6 +321,25 @@ kh_pk_unreachable(enum kh_polkit_mode mode, const char *action_id,
 		       why, action_id);
 }
 
+/*
+ * Only a bus or a polkitd that is not there at all may be skipped under
+ * polkit.mode = if-available: no bus socket, nobody listening on it, no
+ * polkitd on the bus.  A timeout or any other failure is not absence —
+ * else a user whose caching the rules deny could load polkitd until it
+ * times out and be let through.
+ */
+static bool
+kh_pk_absent(const struct kh_pk_call *call, const GError *gerr)
+{
+	if (call->timed_out || gerr == NULL)
+		return false;
+	return g_error_matches(gerr, G_IO_ERROR, G_IO_ERROR_NOT_FOUND) ||
+	       g_error_matches(gerr, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED) ||
+	       g_error_matches(gerr, G_DBUS_ERROR, G_DBUS_ERROR_FILE_NOT_FOUND) ||
+	       g_error_matches(gerr, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+	       g_error_matches(gerr, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER);
+}
+
 /* Errors that come from polkitd itself mean it was reached. */
 static bool
 kh_pk_from_polkitd(const GError *gerr)
@@ -371,9 +390,14 @@ kh_pk_run(enum kh_polkit_mode mode, const char *action_id,
 		rc = kh_fail(err, KH_ERR_CONFIG,
 			     "polkit refused to check %s: %s (is org.kubehsm.policy installed in the polkit actions directory?)",
 			     action_id, gerr->message);
-	} else {
+	} else if (kh_pk_absent(&call, gerr)) {
 		kh_pk_why(&call, gerr, why, sizeof(why));
 		rc = kh_pk_unreachable(mode, action_id, why, unreachable, err);
+	} else {
+		kh_pk_why(&call, gerr, why, sizeof(why));
+		rc = kh_fail(err, KH_ERR_PERM, "polkit did not answer (%s): %s refused, whatever "
+			     "polkit.mode says (only a polkitd that is not running is skipped)",
+			     why, action_id);
 	}
 
 	if (gerr != NULL)

@@ -78,7 +78,7 @@ drop_record() {
 # What the user sees through the CLI (must agree with the keyring).
 cli_status() { as_user "$ALICE" "$KUBEHSM" status 2>&1; echo "exit $?"; }
 
-plan 24
+plan 26
 
 polkit_start || { fail "polkitd on a private system bus"; exit 1; }
 pass "polkitd on a private system bus is ready"
@@ -118,6 +118,17 @@ is "$(pam_record "$ALICE")" "" "polkit denies: no record in the user's keyring"
 like "$(cli_status)" "exit 1$" \
 	"polkit denies: kubehsm status as the user finds no session (exit 1)"
 polkit_del_rule deny-ops || { fail "rule removed"; exit 1; }
+
+# --- polkitd running but not answering (frozen) --------------------------------
+# A timeout is not absence: under if-available it must not let a login
+# through that polkit's rules might deny (#13).
+kill -STOP "$POLKITD_PID"
+on_exit "kill -CONT $POLKITD_PID"
+drive -s strict-ia "$PIN" authenticate open_session
+kill -CONT "$POLKITD_PID"
+is "$rc:$out" "14:open_session: 14 Cannot make/remove an entry for the specified session" \
+	"polkitd frozen, mode if-available: no answer in time is refused (PAM_SESSION_ERR)"
+is "$(pam_record "$ALICE")" "" "polkitd frozen, mode if-available: no record"
 
 # --- polkitd stopped (the bus stays up) ----------------------------------------
 polkit_stop_daemon || { fail "polkitd stopped"; exit 1; }
