@@ -253,6 +253,16 @@ cf 'a 300 KB file, valid up to its comment (over the 256 KiB cap)' - <"$KH_TMP/b
 python3 -c 'print("version = 1;\nx = " + "{ y = " * 5000 + "1;" + " };" * 5000)' >"$KH_TMP/deep.conf"
 cf '5000-deep nested groups' - <"$KH_TMP/deep.conf"
 cf 'ca_file missing' "s|$PKI_DIR/users.pem|$PKI_DIR/no-such-ca.pem|"
+# Issue #13's rules.
+cf 'ttl "25h" without allow_long_ttl' 's/ttl = "8h"/ttl = "25h"/'
+cf 'map "email" without trust.domains' 's/map = "cn"/map = "email"/'
+cf 'map "upn" with a domain that is an address' 's/map = "cn";/map = "upn"; domains = [ "@example.com" ];/'
+cf 'trust.domains with map "cn"' 's/map = "cn";/map = "cn"; domains = [ "example.com" ];/'
+cf 'identity.deny_groups a string' 's/groups = \[ "cert:O" \];/groups = [ "cert:O" ]; deny_groups = "system:*";/'
+cf 'identity.allow_groups with a number' 's/groups = \[ "cert:O" \];/groups = [ "cert:O" ]; allow_groups = [ 1 ];/'
+mkdir -m 0777 "$KH_TMP/open-dir"; chmod 0777 "$KH_TMP/open-dir"
+cp "$PKI_DIR/users.pem" "$KH_TMP/open-dir/users.pem"
+cf 'ca_file in a directory anyone may write' "s|$PKI_DIR/users.pem|$KH_TMP/open-dir/users.pem|"
 chmod 0640 "$ETC/issuer.pin"
 cf 'issuer PIN file readable by its group' 's/"8h"/"9h"/'
 chmod 0600 "$ETC/issuer.pin"

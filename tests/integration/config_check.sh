@@ -45,6 +45,8 @@ like "$out" 'ttl = "8h";  # 28800 seconds' "effective ttl printed"
 like "$out" "pin_file = \"$ETC/issuer.pin\";" "PIN file path printed"
 like "$out" 'module = "/usr/lib/softhsm/libsofthsm2.so";' "issuer module defaulted from pkcs11.module"
 like "$out" 'mode = "if-available";' "polkit mode printed"
+like "$out" 'allow_groups = \[ "\*" \];' "the kube groups allowed are printed"
+like "$out" 'deny_groups = \[ "system:\*" \];' "and the ones refused (system: by default)"
 unlike "$out$err" "$PIN" "the PIN itself is never printed"
 is "$err" "" "nothing on stderr on success"
 

@@ -108,6 +108,11 @@ for c in good shim nomodule notlib notp11 nopin wrongpin; do
 		echo "session  required pam_permit.so"
 	} >"/etc/pam.d/$SVC-$c"
 done
+{
+	echo "auth     required $PAM_KUBEHSM config=$ETC/good.conf debug"
+	echo "account  required pam_permit.so"
+	echo "session  required $PAM_KUBEHSM config=$ETC/good.conf debug"
+} >"/etc/pam.d/$SVC-debug"
 
 pt() {   # pt CASE OPS...: pamtester as a login would run it, PIN on stdin
 	local c=$1; shift
@@ -135,6 +140,14 @@ outcome() {
 pt good authenticate open_session close_session
 is "$rc" 0 "control: authenticate + open_session + close_session succeed" || diag "$err"
 like "$(newlog)" "pam_kubehsm\\($SVC-good:auth\\).*authenticated with token" "control: the login is logged"
+
+# --- the debug log says what happened (polkit.mode = off here) --------------
+pt debug authenticate open_session close_session
+is "$rc" 0 "control: a login with the debug option" || diag "$err"
+lines=$(newlog)
+like "$lines" "pam_kubehsm\($SVC-debug:session\).*polkit.mode = off: polkit not asked" \
+	"debug, polkit off: the log says polkit was not asked"
+unlike "$lines" "polkit allows caching" "... and never that polkit allowed it"
 
 # --- the token vanishes between C_Login and the challenge signature --------
 # after-login: gone right after a successful C_Login (the key lookup fails);
