@@ -62,7 +62,8 @@ static const char *const kh_root_keys[] = {
 	"version", "pkcs11", "token", "trust", "identity", "issuer", "session",
 	"signer", "polkit", "relay", NULL,
 };
-static const char *const kh_pkcs11_keys[] = { "module", NULL };
+static const char *const kh_pkcs11_keys[] = { "module", "forward", NULL };
+static const char *const kh_forward_keys[] = { "module", "socket", NULL };
 static const char *const kh_token_keys[] = { "label", "key_label", "key_id", NULL };
 static const char *const kh_trust_keys[] = { "ca_file", "crl_file", "map", "domains", NULL };
 static const char *const kh_identity_keys[] = {
@@ -917,6 +918,93 @@ kh_get_duration(const struct kh_loader *ld, const config_setting_t *group,
 /* ------------------------------------------------------------------ */
 /* sections                                                             */
 
+/* "%U" (the uid) and "%%" are the only escapes of a socket template. */
+static const char *
+kh_socket_template_bad(const char *t)
+{
+	for (; *t != '\0'; t++) {
+		if (*t != '%')
+			continue;
+		if (t[1] != 'U' && t[1] != '%')
+			return t;
+		t++;
+	}
+	return NULL;
+}
+
+/*
+ * pkcs11.forward: the user's own token, forwarded from their laptop with
+ * p11-kit over ssh -R, for `kubehsm login`.  The socket is a template of
+ * the uid, under the user's runtime directory; only kubehsm login's root
+ * program (PAM service kubehsm, option `forwarded`) uses it.
+ */
+static int
+kh_load_forward(const struct kh_loader *ld, const config_setting_t *pkcs11,
+		struct kh_policy *p)
+{
+	config_setting_t *g = pkcs11 != NULL ? config_setting_get_member(pkcs11, "forward") : NULL;
+	const config_setting_t *mod, *sock;
+	const char *bad;
+
+	if (g == NULL)
+		return 0;
+	if (!config_setting_is_group(g))
+		return kh_fail_at(ld, g, "pkcs11.forward must be a group: forward = { module "
+				  "= \"...\"; socket = \"...\"; };");
+	if (kh_check_keys(ld, g, "pkcs11.forward", kh_forward_keys) != 0 ||
+	    kh_get_string(ld, g, "pkcs11.forward", "module", NULL,
+			  KH_STR_NONEMPTY | KH_STR_ABSPATH, &p->pkcs11.forward_module, &mod) != 0 ||
+	    kh_get_string(ld, g, "pkcs11.forward", "socket", NULL,
+			  KH_STR_NONEMPTY | KH_STR_ABSPATH, &p->pkcs11.forward_socket, &sock) != 0)
+		return -1;
+	bad = kh_socket_template_bad(p->pkcs11.forward_socket);
+	if (bad != NULL)
+		return kh_fail_at(ld, sock, "pkcs11.forward.socket: \"%s\": '%%%c' is not a "
+				  "template escape; only %%U (the user's uid) and %%%% are",
+				  p->pkcs11.forward_socket, bad[1] != '\0' ? bad[1] : ' ');
+	if (strstr(p->pkcs11.forward_socket, "%U") == NULL)
+		return kh_fail_at(ld, sock, "pkcs11.forward.socket must name each user's own "
+				  "socket with %%U (the uid), e.g. \"/run/user/%%U/p11-kit/pkcs11\"");
+	return kh_check_named_file(ld, mod, "pkcs11.forward.module", p->pkcs11.forward_module,
+				   KH_FILE_PUBLIC);
+}
+
+char *
+kh_policy_forward_socket(const struct kh_policy *p, uid_t uid, kh_error *err)
+{
+	const char *t = p->pkcs11.forward_socket;
+	char uidbuf[16], *out;
+	size_t len = 0, cap;
+
+	if (t == NULL) {
+		kh_fail(err, KH_ERR_CONFIG, "the policy names no forwarded token "
+			"(pkcs11.forward)");
+		return NULL;
+	}
+	(void)snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)uid);
+	/* Each two-byte "%U" grows to at most the uid's length. */
+	cap = strlen(t) + (strlen(t) / 2) * strlen(uidbuf) + 1;
+	out = malloc(cap);
+	if (out == NULL) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	for (; *t != '\0'; t++) {
+		if (t[0] == '%' && t[1] == 'U') {
+			memcpy(out + len, uidbuf, strlen(uidbuf));
+			len += strlen(uidbuf);
+			t++;
+		} else if (t[0] == '%' && t[1] == '%') {
+			out[len++] = '%';
+			t++;
+		} else {
+			out[len++] = *t;
+		}
+	}
+	out[len] = '\0';
+	return out;
+}
+
 static int
 kh_load_pkcs11(const struct kh_loader *ld, const config_setting_t *root, struct kh_policy *p)
 {
@@ -925,9 +1013,10 @@ kh_load_pkcs11(const struct kh_loader *ld, const config_setting_t *root, struct 
 
 	if (kh_get_section(ld, root, "pkcs11", true, kh_pkcs11_keys, &g) != 0 ||
 	    kh_get_string(ld, g, "pkcs11", "module", NULL, KH_STR_NONEMPTY | KH_STR_ABSPATH,
-			  &p->pkcs11.module, &where) != 0)
+			  &p->pkcs11.module, &where) != 0 ||
+	    kh_check_named_file(ld, where, "pkcs11.module", p->pkcs11.module, KH_FILE_PUBLIC) != 0)
 		return -1;
-	return kh_check_named_file(ld, where, "pkcs11.module", p->pkcs11.module, KH_FILE_PUBLIC);
+	return kh_load_forward(ld, g, p);
 }
 
 static bool
@@ -1697,6 +1786,8 @@ kh_policy_free(struct kh_policy *p)
 		return;
 	free(p->path);
 	free(p->pkcs11.module);
+	free(p->pkcs11.forward_module);
+	free(p->pkcs11.forward_socket);
 	free(p->token.label);
 	free(p->token.key_label);
 	free(p->token.key_id);
@@ -1897,6 +1988,11 @@ kh_policy_print(const struct kh_policy *p, FILE *out)
 		    "version = %d;\n", p->path != NULL ? p->path : "(unknown)", p->version) < 0 ||
 	    fputs("pkcs11 = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "module", p->pkcs11.module) != 0 ||
+	    (p->pkcs11.forward_module != NULL &&
+	     (fputs("  forward = {\n", out) == EOF ||
+	      kh_print_str(out, "    ", "module", p->pkcs11.forward_module) != 0 ||
+	      kh_print_str(out, "    ", "socket", p->pkcs11.forward_socket) != 0 ||
+	      fputs("  };\n", out) == EOF)) ||
 	    fputs("};\ntoken = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "label", p->token.label) != 0 ||
 	    kh_print_str(out, "  ", "key_label", p->token.key_label) != 0 ||

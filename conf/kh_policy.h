@@ -132,6 +132,11 @@ struct kh_policy {
 
 	struct {
 		char *module;   /* PKCS#11 module for user tokens */
+		/* A token forwarded from the user's laptop (kubehsm login):
+		 * p11-kit's client module and the per-user socket ("%U" = the
+		 * uid).  NULL/NULL when not configured. */
+		char *forward_module;
+		char *forward_socket;
 	} pkcs11;
 
 	struct {
@@ -220,6 +225,11 @@ void kh_policy_free(struct kh_policy *policy);
 /* Issuer by id ("" or NULL = the first/default). NULL if none matches. */
 const struct kh_issuer *kh_policy_issuer(const struct kh_policy *policy,
 					 const char *id);
+
+/* The forwarded-token socket of uid (pkcs11.forward.socket with %U
+ * expanded).  Returns a new string, or NULL with err (also when no forward
+ * is configured). */
+char *kh_policy_forward_socket(const struct kh_policy *policy, uid_t uid, kh_error *err);
 
 /* May `group` become a kube group (identity.allow_groups/deny_groups)? */
 bool kh_policy_group_allowed(const struct kh_policy *policy, const char *group);
