@@ -21,6 +21,7 @@
 
 #include "kh_mem.h"
 #include "kh_pam_auth.h"
+#include "kh_pam_forward.h"
 #include "kh_pam_handoff.h"
 #include "kh_pkcs11.h"
 #include "kh_x509.h"
@@ -36,6 +37,7 @@ struct auth_ctx {
 	char *token_label;
 	char *key_label;
 	struct kh_p11 *p11;
+	int forwarded;          /* p11 is the user's forwarded token */
 	struct kh_p11_token_info info;
 	X509 *cert;
 	EVP_PKEY *key;
@@ -96,9 +98,11 @@ find_token_and_cert(struct auth_ctx *c)
 {
 	kh_error err = { 0 };
 
-	c->p11 = kh_p11_open(c->policy->pkcs11.module, &err);
+	c->p11 = kh_pam_open_token_module(c->pamh, c->opts, c->policy, c->user, c->uid,
+					  c->gid, &c->forwarded, &err);
 	if (c->p11 == NULL)
-		return fail_log(c, "PKCS#11 module", &err, PAM_AUTHINFO_UNAVAIL);
+		return fail_log(c, "PKCS#11 module", &err,
+				err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTHINFO_UNAVAIL);
 	if (kh_p11_find_token(c->p11, c->token_label, &c->info, &err) != 0)
 		return fail_log(c, "token", &err, pam_code_for_lookup(&err));
 	if (kh_p11_find_cert(c->p11, c->key_label, c->policy->token.key_id,
@@ -340,8 +344,9 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		 * logged, and the in-process path above still works. */
 		(void)kh_pam_handoff_put(pamh, login);
 	}
-	pam_syslog(pamh, LOG_INFO, "user '%s': authenticated with token '%s' (serial %s)",
-		   c.user, c.token_label, c.info.serial ? c.info.serial : "");
+	pam_syslog(pamh, LOG_INFO, "user '%s': authenticated with token '%s' (serial %s%s)",
+		   c.user, c.token_label, c.info.serial ? c.info.serial : "",
+		   c.forwarded ? ", forwarded" : "");
 out:
 	auth_ctx_clear(&c);
 	return rc;

@@ -336,6 +336,61 @@ same_user(pam_handle_t *pamh, const struct kh_pam_login *l)
 	return 0;
 }
 
+/*
+ * `kubehsm login` (option join) joins the uid's logins instead of being
+ * one.  It starts a session when the uid has none, and renews one
+ * (KUBEHSM_RENEW=1 in the PAM environment: `kubehsm login --renew`) only
+ * with the token certificate it was started with — the record is then
+ * replaced with a new expiry and its login count kept.  A live session is
+ * never silently replaced by another identity under the user's other
+ * panes.  PAM_SUCCESS to go on; otherwise the user has been told why.
+ */
+static int
+join_check(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_pam_login *l)
+{
+	const char *r = pam_getenv(pamh, KH_RENEW_ENV);
+	bool renew = r != NULL && strcmp(r, "1") == 0;
+	struct kh_cache_entry *e = NULL;
+	size_t n = 0, live = 0, same = 0;
+	kh_error err = { 0 };
+
+	if (kh_cache_list(l->uid, &e, &n, &err) != 0) {
+		kh_pam_log_fail(pamh, l->user, "the uid's sessions", &err);
+		return PAM_SESSION_ERR;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].state != KH_MISS_NONE || e[i].rec == NULL ||
+		    strcmp(e[i].rec->user, l->user) != 0)
+			continue;
+		live++;
+		same += strcmp(e[i].rec->token_cert_pem, l->token_cert_pem) == 0;
+	}
+	kh_cache_entries_free(e, n);
+	kh_pam_debug(pamh, opts, "user '%s': %s: %zu live session(s), %zu of this token "
+		     "certificate", l->user, renew ? "renew" : "login", live, same);
+	if (renew && live == 0) {
+		pam_error(pamh, "kubehsm: there is no kube session to renew; run 'kubehsm login'");
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': renew refused: no live session", l->user);
+		return PAM_SESSION_ERR;
+	}
+	if (renew && same != live) {
+		pam_error(pamh, "kubehsm: your kube session was started with another token "
+			  "certificate, and a renewal keeps the identity: run 'kubehsm logout', "
+			  "then 'kubehsm login'");
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': renew refused: the session's token "
+			   "certificate differs", l->user);
+		return PAM_PERM_DENIED;
+	}
+	if (!renew && live > 0) {
+		pam_error(pamh, "kubehsm: you have a kube session already; 'kubehsm login "
+			  "--renew' extends it, 'kubehsm logout' ends it");
+		pam_syslog(pamh, LOG_NOTICE, "user '%s': login refused: a session is live "
+			   "(renew or log out first)", l->user);
+		return PAM_PERM_DENIED;
+	}
+	return PAM_SUCCESS;
+}
+
 static int
 open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	 const struct kh_pam_login *l)
@@ -347,6 +402,8 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 
 	if (!same_user(pamh, l))
 		return count_only(pamh, opts);
+	if (opts->join && (rc = join_check(pamh, opts, l)) != PAM_SUCCESS)
+		return rc;
 	policy = kh_pam_load_policy(pamh, opts);
 	if (policy == NULL)
 		return PAM_SESSION_ERR;

@@ -45,6 +45,8 @@ kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 			opts->no_cache = true;
 		else if (strcmp(a, "join") == 0)
 			opts->join = true;
+		else if (strcmp(a, "forwarded") == 0)
+			opts->forwarded = true;
 		else if (strcmp(a, "authtok_is_pin") == 0)
 			opts->authtok_is_pin = true;
 		else if (strncmp(a, "config=", 7) == 0 && a[7] == '/')

@@ -25,6 +25,9 @@
 #define KH_PAM_DATA_SESSION "kubehsm:session-open"
 #define KH_PAM_DATA_ACCOUNT "kubehsm:account"
 
+/* PAM environment: `kubehsm login --renew` (honoured with option join). */
+#define KH_RENEW_ENV "KUBEHSM_RENEW"
+
 struct kh_pam_opts {
 	bool use_first_pass;
 	bool try_first_pass;
@@ -34,6 +37,8 @@ struct kh_pam_opts {
 	bool no_cache;
 	bool join;              /* the session joins the uid's open logins
 				 * instead of being one (kubehsm login) */
+	bool forwarded;         /* the token may be the user's own forwarded
+				 * one (pkcs11.forward; kubehsm login) */
 	const char *config;     /* points into argv or at KH_DEFAULT_CONFIG */
 };
 

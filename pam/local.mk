@@ -4,6 +4,7 @@ pammod_LTLIBRARIES += pam/pam_kubehsm.la
 pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c \
 	pam/kh_pam_auth.c pam/kh_pam_auth.h \
 	pam/kh_pam_session.c \
+	pam/kh_pam_forward.c pam/kh_pam_forward.h \
 	pam/kh_pam_relay.c pam/kh_pam_relay.h \
 	pam/kh_pam_handoff.c pam/kh_pam_handoff.h \
 	pam/kh_pam_polkit.c pam/kh_pam_polkit.h \
