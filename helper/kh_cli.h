@@ -46,6 +46,7 @@ int kh_cmd_exec(int argc, char **argv);
 int kh_cmd_sign(int argc, char **argv);
 int kh_cmd_status(int argc, char **argv);
 int kh_cmd_logout(int argc, char **argv);
+int kh_cmd_login(int argc, char **argv);
 int kh_cmd_kubeconfig(int argc, char **argv);
 int kh_cmd_kubeconfig_relay(int argc, char **argv);
 int kh_cmd_admin(int argc, char **argv);

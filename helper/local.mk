@@ -26,7 +26,7 @@ pkglib_LTLIBRARIES += helper/kubehsm-tool.la
 helper_kubehsm_tool_la_SOURCES = \
 	helper/main.c helper/kh_tool.h helper/kh_cli.c helper/kh_cli.h \
 	helper/cmd_config.c \
-	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c \
+	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c helper/cmd_login.c \
 	helper/cmd_kubeconfig.c helper/cmd_kubeconfig_relay.c helper/cmd_admin.c
 helper_kubehsm_tool_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
@@ -34,6 +34,13 @@ helper_kubehsm_tool_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^kh_tool_main$$' -Wl,-z,defs
 helper_kubehsm_tool_la_LIBADD = lib/libkubehsm.la
 dist_man_MANS += helper/kubehsm.1
+
+# The root half of `kubehsm login`, run by pkexec only (never setuid): a
+# PAM application of the kubehsm service.  libc and libpam, nothing else.
+pkglibexec_PROGRAMS += helper/kubehsm-login
+helper_kubehsm_login_SOURCES = helper/login_root.c
+helper_kubehsm_login_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS)
+helper_kubehsm_login_LDADD = $(PAM_LIBS)
 
 install-data-hook: helper-remove-la
 helper-remove-la:

@@ -28,6 +28,7 @@ static const struct kh_cli_command commands[] = {
 	{ "exec", "client-go exec credential plugin (kubectl runs it)", kh_cmd_exec },
 	{ "sign", "external signer: sign for a client with the session key", kh_cmd_sign },
 	{ "status", "show your kube session (--json too)", kh_cmd_status },
+	{ "login", "start or renew your kube session from inside a login", kh_cmd_login },
 	{ "logout", "end your kube session now", kh_cmd_logout },
 	{ "kubeconfig", "print or merge a kubeconfig user entry for kubehsm", kh_cmd_kubeconfig },
 	{ "config", "check the policy file and print the effective policy", kh_cmd_config },

@@ -30,6 +30,10 @@ pam_kubehsm_polkit_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 pam_kubehsm_polkit_la_LIBADD = $(POLKIT_LIBS)
 
 dist_man_MANS += pam/pam_kubehsm.8
+
+# The PAM service of kubehsm-login (kubehsm login).
+pamdir = $(sysconfdir)/pam.d
+dist_pam_DATA = pam/pam.d/kubehsm
 EXTRA_DIST += pam/examples/sshd pam/examples/login
 
 install-exec-hook: pam-remove-la

@@ -133,7 +133,9 @@ _pk_stop_bus() {
 _pk_install_actions() {
 	_pk_action_file=$KH_POLKIT_ACTIONS_DIR/org.kubehsm.khtest-$$.policy
 	mkdir -p "$KH_POLKIT_ACTIONS_DIR"
-	cp "$KH_SRCDIR/conf/org.kubehsm.policy" "$_pk_action_file" || return 1
+	# org.kubehsm.login names the build tree's kubehsm-login for pkexec.
+	sed -e "s|@KH_LOGIN_PROGRAM@|$KH_BUILDDIR/helper/kubehsm-login|g" \
+		"$KH_SRCDIR/conf/org.kubehsm.policy.in" >"$_pk_action_file" || return 1
 	chmod 0644 "$_pk_action_file"
 	on_exit "rm -f '$_pk_action_file'"
 }
