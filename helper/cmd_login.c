@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kh_cache.h"
 #include "kh_cli.h"
 
 /* pkexec's own statuses: the action was not authorized / dismissed. */
@@ -65,6 +66,35 @@ have_terminal(void)
 		return 0;
 	(void)close(fd);
 	return 1;
+}
+
+/*
+ * What pam_kubehsm would refuse only after the PIN, said before it: a
+ * plain login while a session is live, a renewal without one.  (The
+ * module still decides; this only spares a PIN entry.)  0 to go on.
+ */
+static int
+session_precheck(bool renew)
+{
+	struct kh_cache_entry *e = NULL;
+	size_t n = 0, live = 0;
+	kh_error err;
+
+	if (kh_cache_list(getuid(), &e, &n, &err) != 0)
+		return 0;       /* the module will say what is wrong */
+	for (size_t i = 0; i < n; i++)
+		live += e[i].state == KH_MISS_NONE;
+	kh_cache_entries_free(e, n);
+	if (live > 0 && !renew) {
+		kh_cli_error("login: you have a kube session already ('kubehsm status'); "
+			     "'kubehsm login --renew' extends it, 'kubehsm logout' ends it");
+		return -1;
+	}
+	if (live == 0 && renew) {
+		kh_cli_error("login: you have no kube session to renew; run 'kubehsm login'");
+		return -1;
+	}
+	return 0;
 }
 
 /* pkexec PROGRAM [--renew]; returns its exit status, or -1. */
@@ -126,10 +156,13 @@ kh_cmd_login(int argc, char **argv)
 			     "pane). The token was not touched.");
 		return KH_EXIT_FAIL;
 	}
+	if (session_precheck(renew) != 0)
+		return KH_EXIT_FAIL;
 	r = run_pkexec(login_program(), renew);
 	if (r == KH_PKEXEC_NOT_AUTHORIZED || r == KH_PKEXEC_DISMISSED) {
-		kh_cli_error("login: polkit did not allow it (action org.kubehsm.login): ask "
-			     "an administrator; the token was not touched");
+		kh_cli_error("login: pkexec did not run it: polkit does not allow you the "
+			     "action org.kubehsm.login (ask an administrator), or pkexec "
+			     "failed (see above). The token was not touched.");
 		return KH_EXIT_FAIL;
 	}
 	if (r != 0)

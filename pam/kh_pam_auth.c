@@ -79,6 +79,17 @@ fail_log(struct auth_ctx *c, const char *what, const kh_error *err, int code)
 	return code;
 }
 
+/* A token-side failure before the PIN.  At a login it is only logged (the
+ * stack goes on to the password); `kubehsm login` (forwarded) has no other
+ * way in, so its user is told why, about their own token. */
+static int
+lookup_fail(struct auth_ctx *c, const char *what, const kh_error *err, int code)
+{
+	if (c->opts->forwarded)
+		(void)pam_error(c->pamh, "kubehsm: %s: %s", what, err->msg);
+	return fail_log(c, what, err, code);
+}
+
 static int
 expand_templates(struct auth_ctx *c)
 {
@@ -101,13 +112,13 @@ find_token_and_cert(struct auth_ctx *c)
 	c->p11 = kh_pam_open_token_module(c->pamh, c->opts, c->policy, c->user, c->uid,
 					  c->gid, &c->forwarded, &err);
 	if (c->p11 == NULL)
-		return fail_log(c, "PKCS#11 module", &err,
-				err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTHINFO_UNAVAIL);
+		return lookup_fail(c, "PKCS#11 module", &err,
+				   err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTHINFO_UNAVAIL);
 	if (kh_p11_find_token(c->p11, c->token_label, &c->info, &err) != 0)
-		return fail_log(c, "token", &err, pam_code_for_lookup(&err));
+		return lookup_fail(c, "token", &err, pam_code_for_lookup(&err));
 	if (kh_p11_find_cert(c->p11, c->key_label, c->policy->token.key_id,
 			     &c->cert, &err) != 0)
-		return fail_log(c, "token certificate", &err, pam_code_for_lookup(&err));
+		return lookup_fail(c, "token certificate", &err, pam_code_for_lookup(&err));
 	kh_pam_debug(c->pamh, c->opts, "user '%s': token '%s' serial '%s' pin flags 0x%x",
 		     c->user, c->token_label, c->info.serial, c->info.pin_flags);
 	return PAM_SUCCESS;
