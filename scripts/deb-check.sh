@@ -156,6 +156,13 @@ if [ $mode = full ]; then
 	grep -qx -- "-rw-r--r-- /usr/share/pam-configs/kubehsm" <<<"$PAMC"
 	ok $? "libpam-kubehsm: the pam-auth-update profile /usr/share/pam-configs/kubehsm"
 	grep -qE ' /usr/share/man/man8/pam_kubehsm\.8\.gz$' <<<"$PAMC"; ok $? "libpam-kubehsm: pam_kubehsm(8)"
+	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-login" <<<"$PAMC"
+	ok $? "libpam-kubehsm: kubehsm login's root half /usr/libexec/kubehsm/kubehsm-login, mode 0755 (pkexec runs it; never setuid)"
+	grep -qx -- "-rw-r--r-- /etc/pam.d/kubehsm" <<<"$PAMC"
+	ok $? "libpam-kubehsm: its PAM service /etc/pam.d/kubehsm"
+	is "$(dpkg-deb -I "$DEBS/libpam-kubehsm_${VERSION}_$ARCH.deb" conffiles)" /etc/pam.d/kubehsm \
+		"libpam-kubehsm: /etc/pam.d/kubehsm is its one conffile"
+	like "$(field libpam-kubehsm Recommends)" "(^|, )pkexec(,|$)" "libpam-kubehsm recommends pkexec (kubehsm login)"
 	grep -qx -- "-rwxr-xr-x /usr/bin/kubehsm" <<<"$KHC"; ok $? "kubehsm: /usr/bin/kubehsm, mode 0755"
 	grep -qx -- "-rwxr-xr-x /usr/sbin/kubehsm-relayd" <<<"$KHC"
 	ok $? "kubehsm: /usr/sbin/kubehsm-relayd, mode 0755"
@@ -220,7 +227,9 @@ else
 	on_exit "rm -f /etc/kubehsm/users-ca.pem /etc/kubehsm/issuer.pem /etc/kubehsm/issuer.pin"
 	pkgs_installed; ok $? "kubehsm and libpam-kubehsm are installed" || { echo "Bail out! not installed"; exit 1; }
 fi
-is "$(diff -r "$WORK/pam.d.before" /etc/pam.d)" "" "installed, the profile is off: /etc/pam.d is unchanged"
+is "$(diff -r -x kubehsm "$WORK/pam.d.before" /etc/pam.d)" "" \
+	"installed, the profile is off: /etc/pam.d is unchanged but for kubehsm login's own service"
+[ -f /etc/pam.d/kubehsm ]; ok $? "/etc/pam.d/kubehsm (kubehsm login) is installed"
 KUBEHSM=/usr/bin/kubehsm
 is "$(stat -c %a "$KUBEHSM")" 755 "/usr/bin/kubehsm is mode 0755: never setuid"
 is "$(dpkg-statoverride --list | grep -i kubehsm)" "" "and dpkg-statoverride knows nothing of kubehsm"
@@ -354,8 +363,14 @@ else
 	run pam-auth-update --disable kubehsm
 	is "$rc" 0 "pam-auth-update --disable kubehsm" || diag "$out$err"
 fi
-is "$(grep -rl kubehsm /etc/pam.d)" "" "nothing in /etc/pam.d names kubehsm"
-is "$(diff -r "$WORK/pam.d.before" /etc/pam.d)" "" "/etc/pam.d is exactly as it was before"
+if [ $mode = full ]; then
+	is "$(grep -rl kubehsm /etc/pam.d)" "" "nothing in /etc/pam.d names kubehsm"
+	is "$(diff -r "$WORK/pam.d.before" /etc/pam.d)" "" "/etc/pam.d is exactly as it was before"
+else
+	# Still installed: only kubehsm login's own service remains.
+	is "$(grep -rl kubehsm /etc/pam.d | grep -vx /etc/pam.d/kubehsm)" "" \
+		"nothing in /etc/pam.d but the kubehsm service names kubehsm"
+fi
 [ $mode = full ] && { grep -qx kubehsm /var/lib/pam/seen; isnt $? 0 "pam-auth-update forgot the profile"; }
 diag "deb-check took $(took "$t0")"
 done_testing

@@ -27,6 +27,9 @@ PACKAGES=(
 	ruby-kubeclient nodejs
 	# the real login programs and a pty driver (tests/integration/logins_*.sh)
 	openssh-server openssh-client sudo tmux python3-pexpect
+	# kubehsm login: pkexec, and a token forwarded with p11-kit (server and
+	# client module) in tests/integration/login_forward.sh
+	pkexec p11-kit p11-kit-modules
 	# Debian packages: build, lint, compare (scripts/deb-check.sh)
 	debhelper dpkg-dev fakeroot lintian diffoscope-minimal
 )

@@ -173,6 +173,34 @@ sed -e 's|^  ttl = "8h";|  ttl = "8d";|' "$CONF" >"$BAD"
 run "$KUBEHSM" config check "$BAD"
 like "$rc:$err" "^1:kubehsm: $BAD:$line: session.ttl = \"8d\" is out of range \(1m to 7d\)" "ttl 8d rejected"
 
+# pkcs11.forward (kubehsm login): the sample's commented block, enabled with
+# a module that exists; then a socket template every user would share, and
+# an escape that is not one.
+P11C=$(ls /usr/lib/*/pkcs11/p11-kit-client.so 2>/dev/null | head -n 1)
+if [ -n "$P11C" ]; then
+	FWD="$ETC/forward.conf"
+	sed -e 's|^  # forward = {|  forward = {|' -e "s|^  #   module = \".*p11-kit-client.so\";|    module = \"$P11C\";|" \
+		-e 's|^  #   socket = |    socket = |' -e 's|^  # };|  };|' "$CONF" >"$FWD"
+	chmod 0644 "$FWD"
+	run "$KUBEHSM" config check "$FWD"
+	if [ "$rc" = 0 ] && grep -q '^  forward = {' <<<"$out" &&
+	   grep -q 'socket = "/run/user/%U/p11-kit/pkcs11";' <<<"$out"; then
+		pass "the sample's pkcs11.forward, enabled, checks and is printed"
+	else
+		fail "the sample's pkcs11.forward, enabled, checks and is printed"; diag "rc=$rc err=$err"
+	fi
+	sed -e 's|/run/user/%U/p11-kit/pkcs11|/run/p11-kit/pkcs11|' "$FWD" >"$BAD"
+	run "$KUBEHSM" config check "$BAD"
+	like "$rc:$err" "^1:kubehsm: $BAD:[0-9]+: pkcs11.forward.socket must name each user's own socket with %U" \
+		"a forward socket without %U (one socket for every user) is refused"
+	sed -e 's|/run/user/%U/p11-kit/pkcs11|/run/user/%u/p11-kit/pkcs11|' "$FWD" >"$BAD"
+	run "$KUBEHSM" config check "$BAD"
+	like "$rc:$err" "^1:kubehsm: $BAD:[0-9]+: pkcs11.forward.socket: .*'%u' is not a template escape" \
+		"a forward socket with %u (not an escape there) is refused"
+else
+	fail "p11-kit's client module is installed (p11-kit-modules) for the pkcs11.forward checks"
+fi
+
 # The issuer PIN readable by others names the file.
 chmod 0644 "$ETC/issuer.pin"
 run "$KUBEHSM" config check "$CONF"

@@ -281,6 +281,66 @@ test_base_loads(void **state)
 	free(text);
 }
 
+/* pkcs11.forward: the per-uid socket expands %U and %%; nothing else. */
+static void
+test_forward_socket(void **state)
+{
+	struct fixture *fx = *state;
+	char *text = base_with(fx, 2, "pkcs11 = { module = \"@D@/module.so\"; forward = { "
+			       "module = \"@D@/module.so\"; socket = \"/run/%%/%U/x-%U\"; }; };");
+	kh_error err;
+	struct kh_policy *p = load_text(text, &err);
+	char *path;
+
+	if (p == NULL)
+		print_error("%s\n", err.msg);
+	assert_non_null(p);
+	path = kh_policy_forward_socket(p, 4294967294u, &err);
+	assert_non_null(path);
+	assert_string_equal(path, "/run/%/4294967294/x-4294967294");
+	free(path);
+	path = kh_policy_forward_socket(p, 0, &err);
+	assert_string_equal(path, "/run/%/0/x-0");
+	free(path);
+	kh_policy_free(p);
+	free(text);
+
+	/* Without a forward section there is no socket. */
+	text = base_with(fx, 0, NULL);
+	p = load_text(text, &err);
+	assert_non_null(p);
+	assert_null(p->pkcs11.forward_module);
+	assert_null(kh_policy_forward_socket(p, 1000, &err));
+	assert_int_equal(err.code, KH_ERR_CONFIG);
+	kh_policy_free(p);
+	free(text);
+
+	/* Refused: no %U, another escape, a trailing %, not a group. */
+	static const char *const bad[] = {
+		"socket = \"/run/p11\";", "must name each user's own socket with %U",
+		"socket = \"/run/%u/%U\";", "'%u' is not a template escape",
+		"socket = \"/run/%U/%\";", "is not a template escape",
+		"socket = \"run/%U\";", "absolute path",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i += 2) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "pkcs11 = { module = \"@D@/module.so\"; forward = { "
+			 "module = \"@D@/module.so\"; %s }; };", bad[i]);
+		text = base_with(fx, 2, line);
+		p = load_text(text, &err);
+		if (p != NULL)
+			print_error("accepted: %s\n", bad[i]);
+		assert_null(p);
+		assert_error_at(&err, "test.conf", 2, bad[i + 1]);
+		free(text);
+	}
+	text = base_with(fx, 2, "pkcs11 = { module = \"@D@/module.so\"; forward = \"x\"; };");
+	assert_null(load_text(text, &err));
+	assert_error_at(&err, "test.conf", 2, "pkcs11.forward must be a group");
+	free(text);
+}
+
 static void
 test_sample_loads(void **state)
 {
@@ -1370,6 +1430,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_base_loads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample_loads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forward_socket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_value_set, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_issuers, setup, teardown),
