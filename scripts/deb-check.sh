@@ -64,6 +64,7 @@ fi
 . "$top/tests/lib/pki.sh"
 . "$top/tests/lib/kubeapi.sh"
 . "$top/tests/lib/logins.sh"
+. "$top/tests/lib/polkit.sh"
 trap 'exit 130' INT TERM HUP   # run the cleanups (purge) when interrupted
 need_root
 need_cmd pam-auth-update dpkg-architecture dpkg-parsechangelog python3 nginx openssl keyctl \
@@ -156,13 +157,11 @@ if [ $mode = full ]; then
 	grep -qx -- "-rw-r--r-- /usr/share/pam-configs/kubehsm" <<<"$PAMC"
 	ok $? "libpam-kubehsm: the pam-auth-update profile /usr/share/pam-configs/kubehsm"
 	grep -qE ' /usr/share/man/man8/pam_kubehsm\.8\.gz$' <<<"$PAMC"; ok $? "libpam-kubehsm: pam_kubehsm(8)"
-	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-login" <<<"$PAMC"
-	ok $? "libpam-kubehsm: kubehsm login's root half /usr/libexec/kubehsm/kubehsm-login, mode 0755 (pkexec runs it; never setuid)"
-	grep -qx -- "-rw-r--r-- /etc/pam.d/kubehsm" <<<"$PAMC"
-	ok $? "libpam-kubehsm: its PAM service /etc/pam.d/kubehsm"
-	is "$(dpkg-deb -I "$DEBS/libpam-kubehsm_${VERSION}_$ARCH.deb" conffiles)" /etc/pam.d/kubehsm \
-		"libpam-kubehsm: /etc/pam.d/kubehsm is its one conffile"
-	like "$(field libpam-kubehsm Recommends)" "(^|, )pkexec(,|$)" "libpam-kubehsm recommends pkexec (kubehsm login)"
+	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-login" <<<"$KHC"
+	ok $? "kubehsm: kubehsm login's root half /usr/libexec/kubehsm/kubehsm-login, mode 0755 (pkexec runs it; never setuid)"
+	grep -qx -- "-rw-r--r-- /etc/pam.d/kubehsm" <<<"$KHC"
+	ok $? "kubehsm: its PAM service /etc/pam.d/kubehsm"
+	like "$(field kubehsm Recommends)" "(^|, )pkexec(,|$)" "kubehsm recommends pkexec (kubehsm login)"
 	grep -qx -- "-rwxr-xr-x /usr/bin/kubehsm" <<<"$KHC"; ok $? "kubehsm: /usr/bin/kubehsm, mode 0755"
 	grep -qx -- "-rwxr-xr-x /usr/sbin/kubehsm-relayd" <<<"$KHC"
 	ok $? "kubehsm: /usr/sbin/kubehsm-relayd, mode 0755"
@@ -180,8 +179,9 @@ if [ $mode = full ]; then
 		/usr/share/doc/kubehsm/examples/pam.d/sshd; do
 		grep -qE " $f\$" <<<"$KHC"; ok $? "kubehsm: $f"
 	done
-	is "$(dpkg-deb -I "$DEBS/kubehsm_${VERSION}_$ARCH.deb" conffiles)" /etc/kubehsm/kubehsm.conf \
-		"kubehsm: /etc/kubehsm/kubehsm.conf is its one conffile"
+	is "$(dpkg-deb -I "$DEBS/kubehsm_${VERSION}_$ARCH.deb" conffiles | sort | tr '\n' ' ')" \
+		"/etc/kubehsm/kubehsm.conf /etc/pam.d/kubehsm " \
+		"kubehsm: its conffiles are the policy and the kubehsm PAM service"
 	is "$(grep -E '\.l?a$' <<<"$PAMC$KHC")" "" "no .la or .a file in either package"
 	is "$(awk '$1 ~ /^[^d].*[sStT]/' <<<"$PAMC"$'\n'"$KHC")" "" "no setuid, setgid or sticky file in either package"
 	unlike "$(for p in "${PKGS[@]}"; do dpkg-deb -I "$DEBS/${p}_${VERSION}_$ARCH.deb" preinst postinst prerm postrm 2>/dev/null; done)" \
@@ -325,6 +325,19 @@ login_run tok 'kubehsm status'
 like "$rc:$out" "^0:Kube session: +active$" "kubehsm status: the session is active" || diag "$out$err"
 like "$out" "^Identity: +$alice$" "for kube user $alice"
 like "$out" "^Groups: +dev$" "in the group from the certificate's O"
+# kubehsm login as installed: the shipped org.kubehsm.login action names
+# /usr/libexec/kubehsm/kubehsm-login, real pkexec runs it, it runs the
+# shipped /etc/pam.d/kubehsm.  polkitd here only for this (a private bus).
+login_run tok 'kubehsm logout'
+is "$rc" 0 "kubehsm logout ends the login's session"
+KH_POLKIT_ACTIONS=installed polkit_start --system || { echo "Bail out! polkitd"; exit 1; }
+LOGIN_PIN=$PIN login_run_tty tok 'kubehsm login'
+like "$rc:$out" "^0:Kube session started" "kubehsm login (pkexec, /usr/libexec/kubehsm/kubehsm-login, /etc/pam.d/kubehsm) starts it again" ||
+	diag "$out$err"
+like "$err" "PIN for token '$alice'" "asking the token PIN on the login's terminal"
+login_run tok "$K133 auth whoami"
+like "$out" "CN=$alice" "kubectl 1.33 after kubehsm login: the server saw $alice"
+polkit_stop
 login_close tok
 is "$rc" 0 "logout: login ends with status 0"
 run as_user "$alice" "$K133" get pods
@@ -353,7 +366,7 @@ if [ $mode = full ]; then
 		"dpkg knows neither package any more (no config-files state)"
 	[ ! -e /etc/kubehsm ]; ok $? "/etc/kubehsm is gone (policy, CA, issuer certificate and PIN file)"
 	left=
-	for f in /usr/bin/kubehsm /lib/"$MA"/security/pam_kubehsm.so /usr/lib/"$MA"/kubehsm \
+	for f in /usr/bin/kubehsm /lib/"$MA"/security/pam_kubehsm.so /usr/lib/"$MA"/kubehsm /usr/libexec/kubehsm \
 		/usr/share/pam-configs/kubehsm /usr/share/polkit-1/actions/org.kubehsm.policy \
 		/usr/share/doc/kubehsm /usr/share/doc/libpam-kubehsm; do
 		[ -e "$f" ] && left="$left $f"

@@ -19,7 +19,8 @@
 # `dbus-daemon --system` — and reuses a polkitd already owning the name, else
 # starts one.  Either way only processes this script started are stopped.
 #
-# Files shared with the machine: the action file is installed into
+# Files shared with the machine (unless KH_POLKIT_ACTIONS=installed, when
+# the installed kubehsm package's actions are used): the action file is installed into
 # /usr/share/polkit-1/actions (the only place polkitd reads) under a name
 # unique to this test, and rules into /etc/polkit-1/rules.d under unique
 # names; all are removed at exit.  Every polkitd on the machine reads those
@@ -131,6 +132,8 @@ _pk_stop_bus() {
 }
 
 _pk_install_actions() {
+	# KH_POLKIT_ACTIONS=installed: use the actions a package installed.
+	[ "${KH_POLKIT_ACTIONS:-}" = installed ] && return 0
 	_pk_action_file=$KH_POLKIT_ACTIONS_DIR/org.kubehsm.khtest-$$.policy
 	mkdir -p "$KH_POLKIT_ACTIONS_DIR"
 	# org.kubehsm.login names the build tree's kubehsm-login for pkexec.
