@@ -187,6 +187,16 @@ tty_conversation(int n, const struct pam_message **msg, struct pam_response **ou
 }
 
 static void
+ignore_terminal_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGQUIT, SIGTSTP, SIGHUP, SIGTTIN, SIGTTOU };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		(void)sigaction(sigs[i], &ign, NULL);
+}
+
+static void
 usage(FILE *out)
 {
 	fprintf(out, "Usage: pkexec %s [--renew]\n\n"
@@ -297,6 +307,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "kubehsm-login: cannot reset the process: %s\n", strerror(errno));
 		return EXIT_FAIL;
 	}
+	/* The caller's terminal can send signals to this root process: only
+	 * while the PIN is read do they end it (read_secret), never halfway
+	 * through minting and storing the session. */
+	ignore_terminal_signals();
 	tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (tty_fd < 0) {
 		fprintf(stderr, "kubehsm: kubehsm login asks for the token PIN on a terminal, "

@@ -64,16 +64,16 @@ check_socket(const char *path, uid_t uid, kh_error *err)
 	return 1;
 }
 
-/* Become the user for file access; restore with as_user(0, 0).  Verified:
- * setfsuid reports no errors of its own. */
+/* Take uid/gid as the file-system identity; setfsuid reports no errors of
+ * its own, so the result is read back. */
 static int
-as_user(uid_t uid, gid_t gid, kh_error *err)
+set_fs_ids(uid_t uid, gid_t gid, kh_error *err)
 {
 	(void)setfsgid(gid);
 	(void)setfsuid(uid);
 	if ((uid_t)setfsuid((uid_t)-1) != uid || (gid_t)setfsgid((gid_t)-1) != gid)
-		return kh_fail(err, KH_ERR_INTERNAL, "cannot take uid %u's file-system identity",
-			       (unsigned)uid);
+		return kh_fail(err, KH_ERR_INTERNAL, "cannot take uid %u gid %u as the "
+			       "file-system identity", (unsigned)uid, (unsigned)gid);
 	return 0;
 }
 
@@ -85,6 +85,8 @@ open_forwarded(const struct kh_policy *policy, const char *path, uid_t uid, gid_
 	char *address;
 	size_t n = strlen(path) + sizeof("unix:path=");
 	kh_error restore = { 0 };
+	uid_t fsuid = (uid_t)setfsuid((uid_t)-1);
+	gid_t fsgid = (gid_t)setfsgid((gid_t)-1);
 
 	address = malloc(n);
 	if (address == NULL) {
@@ -98,11 +100,11 @@ open_forwarded(const struct kh_policy *policy, const char *path, uid_t uid, gid_
 		return NULL;
 	}
 	free(address);
-	if (as_user(uid, gid, err) == 0)
+	if (set_fs_ids(uid, gid, err) == 0)
 		p11 = kh_p11_open(policy->pkcs11.forward_module, err);
-	/* Back to root whatever happened.  (Failing that would leave this
-	 * process with less access, not more; it is refused all the same.) */
-	if (as_user(0, 0, &restore) != 0) {
+	/* Back to what it was whatever happened.  (Failing that would leave
+	 * this process with less access, not more; refused all the same.) */
+	if (set_fs_ids(fsuid, fsgid, &restore) != 0) {
 		kh_p11_close(p11);
 		p11 = NULL;
 		*err = restore;

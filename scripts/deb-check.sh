@@ -192,7 +192,8 @@ if [ $mode = full ]; then
 	like "$(field libpam-kubehsm Depends)" "(^|, )kubehsm \(= $VERSION\)(,|$)" "libpam-kubehsm depends on kubehsm of its version"
 	like "$(field libpam-kubehsm Depends)" "(^|, )libpam-runtime(,|$)" "and on libpam-runtime (pam-auth-update)"
 	like "$(field libpam-kubehsm Depends)" "libpam0g " "and its shared libraries come from \${shlibs:Depends}"
-	is "$(field kubehsm Suggests)" "opensc, softhsm2" "kubehsm suggests opensc and softhsm2"
+	is "$(field kubehsm Suggests)" "opensc, p11-kit-modules, softhsm2" \
+		"kubehsm suggests opensc, softhsm2 and p11-kit-modules (a token forwarded from a laptop)"
 	like "$(field kubehsm Built-Using)" '^keyutils \(= [^)]+\)$' "Built-Using: keyutils (LGPL code in the front end)"
 	like "$(field kubehsm Static-Built-Using)" '^jansson \(= [^)]+\), keyutils \(= [^)]+\)$' \
 		"Static-Built-Using: jansson and keyutils (embedded in the front end)"
