@@ -131,7 +131,7 @@ key_users(uid_t **uids, size_t *n, kh_error *err)
 	FILE *f = fopen("/proc/key-users", "re");
 	char line[256];
 	size_t cap = 0;
-	uid_t *v = NULL, *nv;
+	uid_t *v = NULL;
 	unsigned long u;
 	char *end;
 
@@ -145,17 +145,11 @@ key_users(uid_t **uids, size_t *n, kh_error *err)
 		u = strtoul(line, &end, 10);
 		if (errno != 0 || *end != ':' || u == 0 || u >= UINT32_MAX)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = reallocarray(v, cap, sizeof(*v));
-			if (nv == NULL) {
-				free(v);
-				fclose(f);
-				return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-			}
-			v = nv;
+		if (kh_uids_push(&v, n, &cap, (uid_t)u) != 0) {
+			free(v);
+			fclose(f);
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		}
-		v[(*n)++] = (uid_t)u;
 	}
 	fclose(f);
 	*uids = v;

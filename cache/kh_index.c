@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "kh_index.h"
+#include "kh_io.h"
 #include "kh_json.h"
 #include "kh_rundir.h"
 
@@ -295,22 +296,6 @@ encode_index(const struct kh_index *ix)
 	return doc;
 }
 
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int
 kh_index_save(const struct kh_index *ix, kh_error *err)
 {
@@ -335,7 +320,7 @@ kh_index_save(const struct kh_index *ix, kh_error *err)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	(void)unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	rc = fd >= 0 && write_all(fd, text, strlen(text)) == 0 ? 0 : -1;
+	rc = fd >= 0 && kh_write_all(fd, text, strlen(text)) == 0 ? 0 : -1;
 	if (fd >= 0 && close(fd) != 0)
 		rc = -1;
 	free(text);
@@ -348,12 +333,28 @@ kh_index_save(const struct kh_index *ix, kh_error *err)
 }
 
 int
+kh_uids_push(uid_t **v, size_t *n, size_t *cap, uid_t u)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		uid_t *nv = reallocarray(*v, ncap, sizeof(*nv));
+
+		if (nv == NULL)
+			return -1;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = u;
+	return 0;
+}
+
+int
 kh_index_uids(uid_t **uids, size_t *n, kh_error *err)
 {
 	char dir[sizeof(KH_RUNDIR) + 64];
 	size_t cap = 0;
 	struct dirent *d;
-	uid_t *v = NULL, *nv;
+	uid_t *v = NULL;
 	DIR *dp;
 
 	*uids = NULL;
@@ -372,17 +373,11 @@ kh_index_uids(uid_t **uids, size_t *n, kh_error *err)
 		if (errno != 0 || end == d->d_name || strcmp(end, ".json") != 0 ||
 		    u == 0 || u >= UINT32_MAX)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = reallocarray(v, cap, sizeof(*v));
-			if (nv == NULL) {
-				free(v);
-				closedir(dp);
-				return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-			}
-			v = nv;
+		if (kh_uids_push(&v, n, &cap, (uid_t)u) != 0) {
+			free(v);
+			closedir(dp);
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		}
-		v[(*n)++] = (uid_t)u;
 	}
 	closedir(dp);
 	*uids = v;

@@ -67,6 +67,10 @@ void kh_index_prune_expired(struct kh_index *ix, int64_t now);
 /* Every uid that has an index.  Caller frees *uids.  0 or -1. */
 int kh_index_uids(uid_t **uids, size_t *n, kh_error *err);
 
+/* Append u to the growing array *v (*n used, *cap allocated).  -1 when out
+ * of memory, with *v unchanged (the caller frees it). */
+int kh_uids_push(uid_t **v, size_t *n, size_t *cap, uid_t u);
+
 const char *kh_index_kind_name(enum kh_index_kind k);
 
 #endif

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "kh_cache_int.h"
+#include "kh_io.h"
 #include "kh_keyops.h"
 #include "kh_mem.h"
 
@@ -60,24 +61,6 @@ static char child_describe[512];
 static key_serial_t child_keys[KH_KEYOPS_MAX_KEYS];
 
 static int
-child_write(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
 child_send(int fd, uint32_t op, int err, key_serial_t key, uid_t owner,
 	   key_perm_t perm, const char *desc, const char *payload, size_t len)
 {
@@ -88,9 +71,9 @@ child_send(int fd, uint32_t op, int err, key_serial_t key, uid_t owner,
 		.len = payload ? (uint32_t)len : 0,
 	};
 
-	if (child_write(fd, &h, sizeof(h)) != 0 ||
-	    (h.desclen > 0 && child_write(fd, desc, h.desclen) != 0) ||
-	    (h.len > 0 && child_write(fd, payload, h.len) != 0))
+	if (kh_write_all(fd, &h, sizeof(h)) != 0 ||
+	    (h.desclen > 0 && kh_write_all(fd, desc, h.desclen) != 0) ||
+	    (h.len > 0 && kh_write_all(fd, payload, h.len) != 0))
 		return -1;
 	return 0;
 }

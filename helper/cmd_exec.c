@@ -22,6 +22,7 @@
 
 #include "kh_cache.h"
 #include "kh_cli.h"
+#include "kh_io.h"
 #include "kh_mem.h"
 #include "kh_proto.h"
 
@@ -112,7 +113,7 @@ kh_cmd_exec(int argc, char **argv)
 		kh_cli_error("%s", err.msg);
 		goto out;
 	}
-	if (kh_cli_write_all(STDOUT_FILENO, out, out_len) != 0) {
+	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
 		kh_cli_error("cannot write the credential to stdout: %s", strerror(errno));
 		goto out;
 	}

@@ -28,6 +28,7 @@
 
 #include "kh_cache.h"
 #include "kh_cli.h"
+#include "kh_io.h"
 #include "kh_mem.h"
 #include "kh_pkcs11.h"
 #include "kh_pkey.h"
@@ -242,7 +243,7 @@ kh_cmd_sign(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (kh_cli_write_all(STDOUT_FILENO, out, out_len) != 0) {
+	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
 		kh_cli_error("sign: cannot write the response: %s", strerror(errno));
 		goto out;
 	}

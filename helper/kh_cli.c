@@ -25,23 +25,6 @@ kh_cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-int
-kh_cli_write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 const char *
 kh_cli_config_path(const char *option)
 {

@@ -28,10 +28,6 @@ struct kh_cli_command {
 /* Print "kubehsm: <msg>" as one line on stderr. */
 void kh_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Write all of buf (retrying short writes and EINTR); -1 on error.  Output
- * that carries a key goes out in one buffer the caller wipes afterwards. */
-int kh_cli_write_all(int fd, const char *buf, size_t len);
-
 /* Before a secret is read into memory (the session key, a cached PIN):
  * no core dump and no ptrace/proc access by other processes of the user
  * (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).  Two system calls: it runs on the

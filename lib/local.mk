@@ -5,6 +5,7 @@ noinst_LTLIBRARIES += lib/libkubehsm-core.la
 lib_libkubehsm_core_la_SOURCES = \
 	lib/kh_error.c lib/kh_error.h \
 	lib/kh_mem.c lib/kh_mem.h \
+	lib/kh_io.c lib/kh_io.h \
 	lib/kh_path.c lib/kh_path.h \
 	lib/kh_json.c lib/kh_json.h \
 	lib/kh_proto_json.c lib/kh_proto_json.h \

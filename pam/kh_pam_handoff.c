@@ -28,6 +28,7 @@
 #include <openssl/rand.h>
 #include <security/pam_ext.h>
 
+#include "kh_io.h"
 #include "kh_json.h"
 #include "kh_mem.h"
 #include "kh_pam_handoff.h"
@@ -168,22 +169,6 @@ encode_login(pam_handle_t *pamh, const struct kh_pam_login *l)
 	return doc;
 }
 
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Abandoned stashes (an authentication whose session never opened) go
  * once they are older than the hand-off may take. */
 static void
@@ -249,7 +234,7 @@ kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l)
 	if (text == NULL)
 		return PAM_BUF_ERR;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	rc = fd >= 0 && fchmod(fd, 0600) == 0 && write_all(fd, text, len) == 0 ? 0 : -1;
+	rc = fd >= 0 && fchmod(fd, 0600) == 0 && kh_write_all(fd, text, len) == 0 ? 0 : -1;
 	if (fd >= 0 && close(fd) != 0)
 		rc = -1;
 	kh_secure_free(text, len + 1);
