@@ -31,13 +31,9 @@ export BENCH_ROUNDS=${BENCH_ROUNDS:-$ROUNDS}
 . "$KH_SRCDIR/tests/integration/logins_common.sh"
 . "$KH_SRCDIR/tests/lib/polkit.sh"
 need_cmd p11-kit pkexec pamtester
-P11_CLIENT=$(ls /usr/lib/*/pkcs11/p11-kit-client.so 2>/dev/null | head -n 1)
-[ -n "$P11_CLIENT" ] || _logins_bail "needs p11-kit-modules"
 polkit_start --system || _logins_bail "polkitd"
 
-sed -i "s|^pkcs11 = { module = \"\([^\"]*\)\"; };|pkcs11 = { module = \"\1\"; forward = { module = \"$P11_CLIENT\"; socket = \"/run/user/%U/p11-kit/pkcs11\"; }; };|" "$CONF"
-logins_pam kubehsm < <(sed -e "s|pam_kubehsm\.so|$PAM_KUBEHSM config=$CONF|" \
-	"$KH_SRCDIR/pam/pam.d/kubehsm")
+kubehsm_login_service
 logins_pam kh-bench-login <<EOF
 auth     required  $PAM_KUBEHSM config=$CONF
 account  required  pam_permit.so

@@ -17,19 +17,13 @@
 
 need_cmd p11-kit pkexec
 polkit_need
-P11_CLIENT=$(ls /usr/lib/*/pkcs11/p11-kit-client.so 2>/dev/null | head -n 1)
-[ -n "$P11_CLIENT" ] || skip_all "needs p11-kit's client module (apt-get install p11-kit-modules)"
 LOGIN_PROG=$KH_BUILDDIR/helper/kubehsm-login
 [ -x "$LOGIN_PROG" ] || skip_all "helper/kubehsm-login not built"
 [ "$(stat -c %u "$LOGIN_PROG")" = 0 ] || skip_all "pkexec needs $LOGIN_PROG owned by root"
 polkit_start --system || _logins_bail "polkitd on the system bus did not start"
 
-# The policy names the forwarded token: p11-kit's client over /run/user/UID.
-sed -i "s|^pkcs11 = { module = \"\([^\"]*\)\"; };|pkcs11 = { module = \"\1\"; forward = { module = \"$P11_CLIENT\"; socket = \"/run/user/%U/p11-kit/pkcs11\"; }; };|" "$CONF"
-grep -q 'forward = {' "$CONF" || _logins_bail "cannot add pkcs11.forward to $CONF"
-# The shipped service, pointed at the build tree's module and this policy.
-logins_pam kubehsm < <(sed -e "s|pam_kubehsm\.so|$PAM_KUBEHSM config=$CONF|" \
-	"$KH_SRCDIR/pam/pam.d/kubehsm")
+# The policy names the forwarded token; the shipped kubehsm service.
+kubehsm_login_service
 
 # --- the laptop: its own SoftHSM store and a p11-kit server -----------------
 LAPTOP=$KH_TMP/laptop

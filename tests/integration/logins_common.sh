@@ -55,6 +55,19 @@ pki_policy "$CONF" "$HOST" module="$SHIM" || _logins_bail "policy"
 kubeapi_start "$PKI_DIR/issuerca.pem" || _logins_bail "nginx did not start"
 logins_asan
 
+# kubehsm_login_service: what kubehsm login needs of this set-up: $CONF
+# gains pkcs11.forward (p11-kit's client module, $P11_CLIENT, over
+# /run/user/%U/p11-kit/pkcs11) and /etc/pam.d/kubehsm is the shipped
+# service pointed at the build tree's module and $CONF.
+kubehsm_login_service() {
+	P11_CLIENT=$(ls /usr/lib/*/pkcs11/p11-kit-client.so 2>/dev/null | head -n 1)
+	[ -n "$P11_CLIENT" ] || skip_all "needs p11-kit's client module (apt-get install p11-kit-modules)"
+	sed -i "s|^pkcs11 = { module = \"\([^\"]*\)\"; };|pkcs11 = { module = \"\1\"; forward = { module = \"$P11_CLIENT\"; socket = \"/run/user/%U/p11-kit/pkcs11\"; }; };|" "$CONF"
+	grep -q 'forward = {' "$CONF" || _logins_bail "cannot add pkcs11.forward to $CONF"
+	logins_pam kubehsm < <(sed -e "s|pam_kubehsm\.so|$PAM_KUBEHSM config=$CONF|" \
+		"$KH_SRCDIR/pam/pam.d/kubehsm")
+}
+
 # The stacks' pam_faillock keeps a tally per user name.
 forget_tally() { on_exit "rm -f '/var/run/faillock/$1'"; }
 
