@@ -14,8 +14,8 @@
 # Reported: medians and B/A, C/A, C/B.  Between runs `kubehsm logout` (not
 # timed) ends the session so each run starts one.
 #
-# It reuses the test harness (tests/integration/logins_common.sh: a private
-# mount namespace, CA, issuer token, the PAM stacks) and tests/lib/polkit.sh
+# It reuses the test harness (tests/integration/logins/logins_common.sh: a private
+# mount namespace, CA, issuer token, the PAM stacks) and tests/harness/polkit.sh
 # (polkitd on the system bus).  KH_BUILDDIR: an existing build (default:
 # ./build).  Results: bench/results/login/summary.txt.
 set -u
@@ -28,8 +28,8 @@ export BENCH_ROUNDS=${BENCH_ROUNDS:-$ROUNDS}
 [ -x "$KH_BUILDDIR/helper/kubehsm-login" ] ||
 	{ echo "bench/login.sh: build first (KH_BUILDDIR=$KH_BUILDDIR)" >&2; exit 2; }
 
-. "$KH_SRCDIR/tests/integration/logins_common.sh"
-. "$KH_SRCDIR/tests/lib/polkit.sh"
+. "$KH_SRCDIR/tests/integration/logins/logins_common.sh"
+. "$KH_SRCDIR/tests/harness/polkit.sh"
 need_cmd p11-kit pkexec pamtester
 polkit_start --system || _logins_bail "polkitd"
 

@@ -14,10 +14,10 @@
 #      for another user                                         (target 0 and 0)
 #   5. the relay's RSS with 1000 open connections (each with its mTLS
 #      connection upstream, a request pending)                 (target <= 16 MiB)
-# The same nginx mTLS endpoint (tests/lib/kubeapi.sh, with the streaming
-# backend tests/lib/kubeback.py) serves both paths.
+# The same nginx mTLS endpoint (tests/harness/kubeapi.sh, with the streaming
+# backend tests/harness/kubeback.py) serves both paths.
 #
-#   KH_BUILDDIR=DIR   an existing build (relay/kubehsm-relayd, tests/relay_client
+#   KH_BUILDDIR=DIR   an existing build (relay/kubehsm-relayd, tests/probes/relay_client
 #                     are built if missing); default /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP   override the mode
 #
@@ -61,16 +61,16 @@ if [ -z "${KH_BUILDDIR:-}" ]; then
 	fi
 fi
 export KH_SRCDIR KH_BUILDDIR
-if [ ! -x "$KH_BUILDDIR/tests/relay_client" ]; then
-	(cd "$KH_BUILDDIR" && make tests/relay_client >>make.log 2>&1) ||
-		{ echo "bench: cannot build tests/relay_client in $KH_BUILDDIR" >&2; exit 1; }
+if [ ! -x "$KH_BUILDDIR/tests/probes/relay_client" ]; then
+	(cd "$KH_BUILDDIR" && make tests/probes/relay_client >>make.log 2>&1) ||
+		{ echo "bench: cannot build tests/probes/relay_client in $KH_BUILDDIR" >&2; exit 1; }
 fi
 
-. "$SRC/tests/lib/tap.sh"
-. "$SRC/tests/lib/users.sh"
-. "$SRC/tests/lib/pki.sh"
-. "$SRC/tests/lib/kubeapi.sh"
-. "$SRC/tests/lib/relay.sh"
+. "$SRC/tests/harness/tap.sh"
+. "$SRC/tests/harness/users.sh"
+. "$SRC/tests/harness/pki.sh"
+. "$SRC/tests/harness/kubeapi.sh"
+. "$SRC/tests/harness/relay.sh"
 trap 'exit 130' INT TERM HUP
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" 2>/dev/null || true
 RES=$BENCH/results/relay

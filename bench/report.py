@@ -198,9 +198,9 @@ out.append("\nTarget 3's floor is (a), the exec-floor program (one process start
            "floors.\n")
 out.append("## Login breakdown (target 4)\n")
 out.append("The module does not log step timings (its `debug` option logs events, not durations), so "
-           "the steps are timed by the project's probes against the same tokens: `tests/token_probe user` "
+           "the steps are timed by the project's probes against the same tokens: `tests/probes/token_probe user` "
            "and `mint` with `KH_PROBE_TIME=1` (in-process, ms), and the keyring store as a "
-           "`tests/cache_probe store` process less the exec floor.\n")
+           "`tests/probes/cache_probe store` process less the exec floor.\n")
 out.append("| step | median ms | min–max | runs |")
 out.append("|---|---|---|---|")
 for r in bdrows:

@@ -10,8 +10,8 @@
 # gives the ratio of medians of every round, so a noisy round shows.
 #
 #   KH_BUILDDIR=DIR   use an existing kubehsm build (helper/kubehsm,
-#                     pam/.libs/pam_kubehsm.so, tests/cache_probe,
-#                     tests/token_probe; the two probes are built if missing)
+#                     pam/.libs/pam_kubehsm.so, tests/probes/cache_probe,
+#                     tests/probes/token_probe; the two probes are built if missing)
 #                     default: an out-of-tree build in /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP / BENCH_LOAD_N   override the mode
 #
@@ -73,19 +73,19 @@ if [ -z "${KH_BUILDDIR:-}" ]; then
 	fi
 fi
 export KH_SRCDIR KH_BUILDDIR
-if [ ! -x "$KH_BUILDDIR/tests/cache_probe" ] || [ ! -x "$KH_BUILDDIR/tests/token_probe" ]; then
-	(cd "$KH_BUILDDIR" && make tests/cache_probe tests/token_probe >>make.log 2>&1) ||
-		{ echo "bench: cannot build tests/cache_probe, tests/token_probe in $KH_BUILDDIR" >&2; exit 1; }
+if [ ! -x "$KH_BUILDDIR/tests/probes/cache_probe" ] || [ ! -x "$KH_BUILDDIR/tests/probes/token_probe" ]; then
+	(cd "$KH_BUILDDIR" && make tests/probes/cache_probe tests/probes/token_probe >>make.log 2>&1) ||
+		{ echo "bench: cannot build tests/probes/cache_probe, tests/probes/token_probe in $KH_BUILDDIR" >&2; exit 1; }
 fi
 
 # tap.sh: KH_TMP, on_exit (cleanups run in reverse at exit, even on failure).
-. "$SRC/tests/lib/tap.sh"
-. "$SRC/tests/lib/users.sh"
-. "$SRC/tests/lib/pki.sh"
-. "$SRC/tests/lib/kubeapi.sh"
+. "$SRC/tests/harness/tap.sh"
+. "$SRC/tests/harness/users.sh"
+. "$SRC/tests/harness/pki.sh"
+. "$SRC/tests/harness/kubeapi.sh"
 trap 'exit 130' INT TERM HUP
-PROBE=$KH_BUILDDIR/tests/cache_probe
-TPROBE=$KH_BUILDDIR/tests/token_probe
+PROBE=$KH_BUILDDIR/tests/probes/cache_probe
+TPROBE=$KH_BUILDDIR/tests/probes/token_probe
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null || true
 
 RES=$BENCH/results

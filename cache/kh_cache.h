@@ -21,9 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
-#include "kh_record.h"
+#include "lib/kh_error.h"
+#include "cache/kh_record.h"
 
 /* Final permissions of a stored key: user view/read/search/link. */
 #define KH_CACHE_PERM 0x001b0000u
@@ -97,7 +96,7 @@ int kh_cache_drop_pin(const char *issuer_id);
  * that issuer they can reach.  As root: every key the host issued to uid
  * for that issuer, in any scope, wherever it is linked.  Leaves a small
  * "ended" marker so readers can say "revoked" rather than "none".
- * Returns 0 if something was ended, 1 if there was nothing, -1 on error.
+ * Returns 1 if a session ended, 0 if there was none, -1 on error.
  */
 int kh_cache_revoke(uid_t uid, const char *issuer_id, kh_error *err);
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kh_cache_int.h"
+#include "cache/kh_cache_int.h"
 
 int
 kh_cache_keyring_fail(kh_error *err, int e, const char *what)

@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kh_cache_int.h"
-#include "kh_mem.h"
+#include "cache/kh_cache_int.h"
+#include "lib/kh_mem.h"
 
 #define KH_READ_RETRIES 3
 
@@ -430,7 +430,7 @@ kh_cache_revoke_own(const char *issuer_id, kh_error *err)
 	if (kh_record_description("pin", issuer_id, desc, sizeof(desc), NULL) == 0)
 		(void)drop_own(desc);
 	if (n == 0)
-		return 1;
+		return 0;
 	/* The marker is the user's own key, informational only. */
 	if (kh_record_description("ended", issuer_id, desc, sizeof(desc), NULL) == 0) {
 		int len = snprintf(payload, sizeof(payload), "revoked %" PRId64, kh_cache_now());
@@ -448,5 +448,5 @@ kh_cache_revoke_own(const char *issuer_id, kh_error *err)
 			(void)keyctl_unlink(key, KEY_SPEC_PROCESS_KEYRING);
 		}
 	}
-	return 0;
+	return 1;
 }

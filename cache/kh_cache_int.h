@@ -11,9 +11,9 @@
 
 #include <keyutils.h>
 
-#include "kh_cache.h"
-#include "kh_error.h"
-#include "kh_record.h"
+#include "cache/kh_cache.h"
+#include "lib/kh_error.h"
+#include "cache/kh_record.h"
 
 /* Any of these would let their holder change the record. */
 #define KH_PERM_MUTATE (KEY_POS_WRITE | KEY_POS_SETATTR | KEY_USR_WRITE | KEY_USR_SETATTR)
@@ -52,7 +52,7 @@ int kh_cache_decode(const char *payload, size_t len, uid_t owner,
 const char *kh_cache_desc_issuer(const char *desc, const char *kind);
 
 /* The calling user ends their own session (kubehsm logout): every own key
- * of issuer_id they reach is invalidated.  0 ended, 1 none, -1 error. */
+ * of issuer_id they reach is invalidated.  1 ended, 0 none, -1 error. */
 int kh_cache_revoke_own(const char *issuer_id, kh_error *err);
 
 /* Parse keyctl_describe's "type;uid;gid;perm;description" for a "user"

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kh_cache_int.h"
-#include "kh_index.h"
-#include "kh_keyops.h"
-#include "kh_mem.h"
-#include "kh_rundir.h"
+#include "cache/kh_cache_int.h"
+#include "cache/kh_index.h"
+#include "cache/kh_keyops.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_rundir.h"
 
 #define KH_SESSION_PREFIX "kubehsm:session:v"
 

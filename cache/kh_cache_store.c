@@ -30,11 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kh_cache_int.h"
-#include "kh_index.h"
-#include "kh_keyops.h"
-#include "kh_mem.h"
-#include "kh_rundir.h"
+#include "cache/kh_cache_int.h"
+#include "cache/kh_index.h"
+#include "cache/kh_keyops.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_rundir.h"
 
 #define KH_QUOTA_RETRIES 24     /* ~3 s of backoff in all */
 #define KH_MAX_OPS (2 * KH_INDEX_MAX_ENTRIES + 16)
@@ -720,7 +720,7 @@ revoke_as_root(uid_t uid, const char *issuer_id, kh_error *err)
 		rc = -1;
 	free(pick);
 	index_end(&ix, lock);
-	return rc < 0 ? -1 : rc > 0 ? 0 : 1;
+	return rc < 0 ? -1 : rc > 0 ? 1 : 0;
 }
 
 int

@@ -21,10 +21,10 @@
 
 #include <jansson.h>
 
-#include "kh_index.h"
-#include "kh_io.h"
-#include "kh_json.h"
-#include "kh_rundir.h"
+#include "cache/kh_index.h"
+#include "lib/kh_io.h"
+#include "lib/kh_json.h"
+#include "lib/kh_rundir.h"
 
 #define KH_INDEX_VERSION 2
 #define KH_INDEX_FILE_MAX (256 * 1024)

@@ -18,9 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
-#include "kh_record.h"
+#include "lib/kh_error.h"
+#include "cache/kh_record.h"
 
 #define KH_INDEX_MAX_ENTRIES 256
 

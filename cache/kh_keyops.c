@@ -26,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kh_cache_int.h"
-#include "kh_io.h"
-#include "kh_keyops.h"
-#include "kh_mem.h"
+#include "cache/kh_cache_int.h"
+#include "lib/kh_io.h"
+#include "cache/kh_keyops.h"
+#include "lib/kh_mem.h"
 
 #define KH_KEYOPS_PAYLOAD_MAX 8192     /* a record is at most 6144 bytes */
 #define KH_KEYOPS_MAX_RESULTS 1024

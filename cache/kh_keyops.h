@@ -23,7 +23,7 @@
 
 #include <keyutils.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 #define KH_KEYOPS_DESC_MAX 96
 

@@ -22,9 +22,9 @@
 
 #include <jansson.h>
 
-#include "kh_json.h"
-#include "kh_mem.h"
-#include "kh_record.h"
+#include "lib/kh_json.h"
+#include "lib/kh_mem.h"
+#include "cache/kh_record.h"
 
 #define KH_RECORD_KIND      "kubehsm-session"
 #define KH_NAME_MAX         256     /* user names, kube names, groups */

@@ -26,8 +26,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
+#include "lib/kh_error.h"
+#include "lib/kh_words.h"
 
 #define KH_RECORD_VERSION 1
 #define KH_RECORD_MAX     6144   /* bytes; larger records are refused */

@@ -26,9 +26,10 @@
 
 #include <libconfig.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
-#include "kh_policy_words.h"
+#include "lib/kh_error.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_duration.h"
+#include "lib/kh_template.h"
 
 #define KH_DEFAULT_TOKEN_LABEL   "%u"
 #define KH_DEFAULT_KEY_LABEL     "kube"
@@ -78,159 +79,6 @@ static const char *const kh_session_keys[] = {
 static const char *const kh_signer_keys[] = { "key", NULL };
 static const char *const kh_polkit_keys[] = { "mode", NULL };
 
-
-/* ------------------------------------------------------------------ */
-/* durations and templates                                              */
-
-/* Seconds per unit; units must appear largest first, each at most once. */
-static long
-kh_duration_unit(char c, int *rank)
-{
-	switch (c) {
-	case 'd': *rank = 4; return 86400;
-	case 'h': *rank = 3; return 3600;
-	case 'm': *rank = 2; return 60;
-	case 's': *rank = 1; return 1;
-	}
-	return 0;
-}
-
-int
-kh_duration_parse(const char *text, long *seconds, kh_error *err)
-{
-	const char *p = text;
-	long total = 0, n, unit, part;
-	int rank, last_rank = 5;
-
-	if (text == NULL || text[0] == '\0')
-		return kh_fail(err, KH_ERR_INPUT, "empty duration (write e.g. \"8h\" or \"1h30m\")");
-	while (*p != '\0') {
-		if (!isdigit((unsigned char)*p))
-			return kh_fail(err, KH_ERR_INPUT,
-				       "bad duration \"%s\": expected a number at \"%s\" "
-				       "(write e.g. \"90s\", \"15m\", \"8h\", \"1h30m\")", text, p);
-		n = 0;
-		while (isdigit((unsigned char)*p)) {
-			/* Checked arithmetic: a huge number must not wrap into a small one. */
-			if (__builtin_mul_overflow(n, 10L, &n) ||
-			    __builtin_add_overflow(n, (long)(*p - '0'), &n))
-				return kh_fail(err, KH_ERR_INPUT, "bad duration \"%s\": number too large", text);
-			p++;
-		}
-		if (*p == '\0')
-			return kh_fail(err, KH_ERR_INPUT,
-				       "bad duration \"%s\": missing unit after %ld (use s, m, h or d)",
-				       text, n);
-		unit = kh_duration_unit(*p, &rank);
-		if (unit == 0)
-			return kh_fail(err, KH_ERR_INPUT,
-				       "bad duration \"%s\": unknown unit '%c' (use s, m, h or d)",
-				       text, *p);
-		if (rank >= last_rank)
-			return kh_fail(err, KH_ERR_INPUT,
-				       "bad duration \"%s\": units must go from largest to smallest, "
-				       "each once (e.g. \"1d2h30m\")", text);
-		last_rank = rank;
-		if (__builtin_mul_overflow(n, unit, &part) ||
-		    __builtin_add_overflow(total, part, &total))
-			return kh_fail(err, KH_ERR_INPUT, "bad duration \"%s\": too long", text);
-		p++;
-	}
-	*seconds = total;
-	return 0;
-}
-
-int
-kh_duration_format(long seconds, char *buf, size_t n)
-{
-	static const struct { long secs; char unit; } units[] = {
-		{ 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' },
-	};
-	size_t i, used = 0;
-	int w;
-
-	if (seconds < 0 || buf == NULL || n == 0)
-		return -1;
-	if (seconds == 0) {
-		w = snprintf(buf, n, "0s");
-		return (w < 0 || (size_t)w >= n) ? -1 : 0;
-	}
-	buf[0] = '\0';
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (seconds < units[i].secs)
-			continue;
-		w = snprintf(buf + used, n - used, "%ld%c", seconds / units[i].secs, units[i].unit);
-		if (w < 0 || (size_t)w >= n - used)
-			return -1;
-		used += (size_t)w;
-		seconds %= units[i].secs;
-	}
-	return 0;
-}
-
-/* Returns a pointer to the first bad '%' in tmpl, or NULL if it is valid. */
-static const char *
-kh_template_bad_escape(const char *tmpl)
-{
-	const char *p;
-
-	for (p = tmpl; *p != '\0'; p++) {
-		if (*p != '%')
-			continue;
-		if (p[1] != 'u' && p[1] != '%')
-			return p;
-		p++;
-	}
-	return NULL;
-}
-
-char *
-kh_template_expand(const char *tmpl, const char *user, kh_error *err)
-{
-	size_t ulen, len = 0, i;
-	const char *p;
-	char *out;
-
-	if (tmpl == NULL)
-		return kh_fail(err, KH_ERR_INPUT, "no template to expand"), NULL;
-	if (user == NULL || user[0] == '\0')
-		return kh_fail(err, KH_ERR_INPUT, "cannot expand \"%s\": no user name", tmpl), NULL;
-	if (kh_template_bad_escape(tmpl) != NULL)
-		return kh_fail(err, KH_ERR_INPUT,
-			       "template \"%s\": only %%u and %%%% may follow '%%'", tmpl), NULL;
-	ulen = strlen(user);
-	/* First pass sizes the result, so the bound is checked before writing. */
-	for (p = tmpl; *p != '\0'; p++) {
-		size_t add = 1;
-
-		if (p[0] == '%') {
-			add = p[1] == 'u' ? ulen : 1;
-			p++;
-		}
-		if (add > KH_TEMPLATE_MAX - len)
-			return kh_fail(err, KH_ERR_INPUT,
-				       "expanding \"%s\" for this user exceeds %d bytes",
-				       tmpl, KH_TEMPLATE_MAX), NULL;
-		len += add;
-	}
-	out = malloc(len + 1);
-	if (out == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory"), NULL;
-	for (p = tmpl, i = 0; *p != '\0'; p++) {
-		if (p[0] == '%' && p[1] == 'u') {
-			memcpy(out + i, user, ulen);
-			i += ulen;
-			p++;
-		} else if (p[0] == '%') {
-			out[i++] = '%';
-			p++;
-		} else {
-			out[i++] = *p;
-		}
-	}
-	out[i] = '\0';
-	return out;
-}
 
 /* ------------------------------------------------------------------ */
 /* error helpers                                                        */
@@ -722,7 +570,7 @@ kh_check_string_value(const struct kh_loader *ld, const config_setting_t *s,
 		return kh_fail_at(ld, s, "%s.%s must be an absolute path, not \"%s\"",
 				  section, key, v);
 	if (flags & KH_STR_TEMPLATE) {
-		bad = kh_template_bad_escape(v);
+		bad = kh_template_check(v);
 		if (bad != NULL && bad[1] == '\0')
 			return kh_fail_at(ld, s, "%s.%s: \"%s\" ends with a lone '%%'; write %%%% "
 					  "for a literal %%", section, key, v);

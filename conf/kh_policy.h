@@ -14,15 +14,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
+#include "lib/kh_words.h"
 
 #define KH_POLICY_VERSION 1
 
 /* Largest policy file kh_policy_load reads (bytes). */
 #define KH_POLICY_MAX_SIZE (256 * 1024)
-
-/* Longest string kh_template_expand produces (bytes, without the NUL). */
-#define KH_TEMPLATE_MAX 1024
 
 /* session.ttl bounds, seconds.  Above KH_TTL_LONG only with
  * session.allow_long_ttl: in exec mode a revoked user keeps a valid
@@ -33,43 +31,6 @@
 
 /* Longest trust.domains, identity.allow_groups, identity.deny_groups. */
 #define KH_POLICY_LIST_MAX 64
-
-enum kh_map_rule {      /* trust.map: which certificate field names the user */
-	KH_MAP_CN,
-	KH_MAP_UID,
-	KH_MAP_EMAIL,   /* local part of rfc822Name SAN (or emailAddress) */
-	KH_MAP_UPN,     /* local part of the Microsoft UPN otherName SAN */
-};
-
-enum kh_scope {         /* session.scope */
-	KH_SCOPE_USER,     /* the uid's user keyring: every process of the uid */
-	KH_SCOPE_SESSION,  /* the login's session keyring only */
-};
-
-enum kh_signer_key {    /* signer.key */
-	KH_SIGNER_SESSION, /* the ephemeral session key from the cache */
-	KH_SIGNER_TOKEN,   /* the user's token, unlocked with the cached PIN */
-};
-
-enum kh_polkit_mode {   /* polkit.mode */
-	KH_POLKIT_REQUIRED,     /* polkitd unreachable: refuse to cache */
-	KH_POLKIT_IF_AVAILABLE, /* polkitd unreachable: log and allow */
-	KH_POLKIT_OFF,          /* never ask */
-};
-
-/* session.deliver: who holds the session key after login. */
-enum kh_deliver {
-	KH_DELIVER_EXEC,   /* the record: `kubehsm exec` hands it to kube clients */
-	KH_DELIVER_RELAY,  /* kubehsm-relayd only; the record carries no key */
-	KH_DELIVER_BOTH,   /* both */
-};
-
-enum kh_key_type {      /* issuer.key_type: the session keys an issuer certifies */
-	KH_KEY_EC_P256,
-	KH_KEY_EC_P384,
-	KH_KEY_RSA_2048,
-	KH_KEY_RSA_3072,
-};
 
 /* Where a group name in identity.groups comes from. */
 enum kh_group_source {
@@ -237,34 +198,7 @@ bool kh_policy_group_allowed(const struct kh_policy *policy, const char *group);
 /* Print the effective policy (defaults filled in, no secrets) in libconfig syntax. */
 int kh_policy_print(const struct kh_policy *policy, FILE *out);
 
-/*
- * Expand a template: %u -> user, %% -> %.  Any other % sequence was already
- * rejected at load time; here it fails with KH_ERR_INPUT.  Returns a new
- * string (caller frees) or NULL.
- */
-char *kh_template_expand(const char *tmpl, const char *user, kh_error *err);
 
-/*
- * Parse a duration: one or more <number><unit> with unit s, m, h or d
- * ("90s", "15m", "8h", "1h30m").  Rejects empty, negative, unitless,
- * overflowing or unknown-unit input.  Returns 0 and sets *seconds.
- */
-int kh_duration_parse(const char *text, long *seconds, kh_error *err);
-
-/*
- * Format seconds as the shortest duration string kh_duration_parse reads
- * back ("5400" -> "1h30m", 0 -> "0s").  Returns 0, or -1 if seconds is
- * negative or buf (size n) is too small.
- */
-int kh_duration_format(long seconds, char *buf, size_t n);
-
-/* Names of enum values, as written in the config file. */
-const char *kh_map_rule_name(enum kh_map_rule v);
-const char *kh_scope_name(enum kh_scope v);
-const char *kh_signer_key_name(enum kh_signer_key v);
-const char *kh_polkit_mode_name(enum kh_polkit_mode v);
-const char *kh_key_type_name(enum kh_key_type v);
-const char *kh_deliver_name(enum kh_deliver v);
 
 /* The relay cluster serving issuer_id ("" = default), or NULL. */
 const struct kh_relay_cluster *kh_policy_relay_cluster_for(const struct kh_policy *policy,

@@ -20,11 +20,11 @@
 
 #include <jansson.h>
 
-#include "kh_cache.h"
-#include "kh_cli.h"
-#include "kh_policy.h"
-#include "kh_proto.h"
-#include "kh_relay_client.h"
+#include "cache/kh_cache.h"
+#include "helper/kh_cli.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_exec_proto.h"
+#include "lib/kh_relay_client.h"
 
 static void
 kh_admin_usage(FILE *out)
@@ -131,7 +131,7 @@ kh_admin_list(bool json)
 
 /*
  * When the policy has a relay, make it forget uid's session too and close
- * that uid's connections (control.sock).  *r becomes 0 ("ended") when the
+ * that uid's connections (control.sock).  *r becomes 1 ("ended") when the
  * relay had one.  A relay that is not running has nothing to forget.
  */
 static int
@@ -159,7 +159,7 @@ kh_admin_revoke_relay(uid_t uid, const char *issuer, int *r)
 				rc = -1;
 			}
 		} else if (sessions > 0) {
-			*r = 0;
+			*r = 1;
 			printf("kubehsm-relayd forgot the session and closed %u connection%s.\n",
 			       conns, conns == 1 ? "" : "s");
 		}
@@ -196,7 +196,7 @@ kh_admin_revoke(const char *who, const char *issuer)
 	}
 	if (kh_admin_revoke_relay(uid, issuer, &r) != 0)
 		return KH_EXIT_FAIL;
-	printf(r == 0 ? "Ended the kube session of %s (uid %u).\n"
+	printf(r > 0 ? "Ended the kube session of %s (uid %u).\n"
 		      : "%s (uid %u) has no kube session.\n", who, (unsigned)uid);
 	return KH_EXIT_OK;
 }

@@ -20,9 +20,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
-#include "kh_cli.h"
-#include "kh_policy.h"
-#include "kh_x509.h"
+#include "helper/kh_cli.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_x509.h"
 
 enum kh_config_cmd {
 	KH_CONFIG_CHECK,

@@ -20,11 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kh_cache.h"
-#include "kh_cli.h"
-#include "kh_io.h"
-#include "kh_mem.h"
-#include "kh_proto.h"
+#include "cache/kh_cache.h"
+#include "helper/kh_cli.h"
+#include "lib/kh_io.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_exec_proto.h"
 
 static void
 kh_exec_usage(FILE *out)

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kh_cli.h"
-#include "kh_proto.h"
+#include "helper/kh_cli.h"
+#include "lib/kh_exec_proto.h"
 
 static void
 kh_kubeconfig_usage(FILE *out)

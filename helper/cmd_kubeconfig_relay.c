@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kh_cli.h"
-#include "kh_policy.h"
+#include "helper/kh_cli.h"
+#include "conf/kh_policy.h"
 
 static void
 kh_kubeconfig_relay_usage(FILE *out)

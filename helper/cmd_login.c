@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kh_cache.h"
-#include "kh_cli.h"
+#include "cache/kh_cache.h"
+#include "helper/kh_cli.h"
 
 /* pkexec's own statuses: the action was not authorized / dismissed. */
 #define KH_PKEXEC_NOT_AUTHORIZED 127

@@ -26,15 +26,15 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "kh_cache.h"
-#include "kh_cli.h"
-#include "kh_io.h"
-#include "kh_mem.h"
-#include "kh_pkcs11.h"
-#include "kh_pkey.h"
-#include "kh_policy.h"
-#include "kh_proto.h"
-#include "kh_sign.h"
+#include "cache/kh_cache.h"
+#include "helper/kh_cli.h"
+#include "lib/kh_io.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_pkcs11.h"
+#include "lib/kh_pkey.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_signer_proto.h"
+#include "lib/kh_sign.h"
 
 static void
 kh_sign_usage(FILE *out)

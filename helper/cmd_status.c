@@ -18,11 +18,11 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "kh_cache.h"
-#include "kh_cli.h"
-#include "kh_policy.h"
-#include "kh_proto.h"
-#include "kh_relay_client.h"
+#include "cache/kh_cache.h"
+#include "helper/kh_cli.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_exec_proto.h"
+#include "lib/kh_relay_client.h"
 
 static void
 kh_status_usage(FILE *out)
@@ -286,6 +286,6 @@ kh_cmd_logout(int argc, char **argv)
 	}
 	/* The relay's copy goes too, with the connections it serves. */
 	rr = kh_logout_relay(issuer, &relay_ended);
-	printf(r == 0 || relay_ended ? "Kube session ended.\n" : "No kube session to end.\n");
+	printf(r > 0 || relay_ended ? "Kube session ended.\n" : "No kube session to end.\n");
 	return rr == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
 }

@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "kh_cli.h"
+#include "helper/kh_cli.h"
 
 void
 kh_cli_error(const char *fmt, ...)

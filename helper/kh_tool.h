@@ -1,6 +1,6 @@
 /*
  * kh_tool — the entry point of kubehsm-tool.so, the module the kubehsm
- * front end loads for every subcommand but `exec` (see front.c).
+ * front end loads for every subcommand but `exec` (see kubehsm.c).
  */
 #ifndef KH_TOOL_H
 #define KH_TOOL_H

@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-#include "kh_dl.h"
+#include "lib/kh_dl.h"
 
 bool
 kh_pin_library_of(const void *symbol)

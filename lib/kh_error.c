@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 /*
  * Messages are one line by contract and often quote input (a kind, an

@@ -8,7 +8,7 @@
 
 #include <openssl/err.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 int
 kh_fail_ssl(kh_error *err, enum kh_errcode code, const char *fmt, ...)

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "kh_io.h"
+#include "lib/kh_io.h"
 
 int
 kh_write_all(int fd, const void *buf, size_t len)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "kh_json.h"
+#include "lib/kh_json.h"
 
 /*
  * The allocators jansson had when wiping was first turned on: the host

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kh_mem.h"
+#include "lib/kh_mem.h"
 
 void
 kh_secure_free(void *p, size_t n)

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kh_path.h"
+#include "lib/kh_path.h"
 
 int
 kh_path_beside(const char *self, const char *const *names, size_t nnames,

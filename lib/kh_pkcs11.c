@@ -15,9 +15,9 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 
-#include "kh_dl.h"
-#include "kh_mem.h"
-#include "kh_pkcs11.h"
+#include "lib/kh_dl.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_pkcs11.h"
 
 /*
  * The few PKCS#11 return values we act on.  libp11 reports a failed call as

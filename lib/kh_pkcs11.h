@@ -21,7 +21,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 /* PIN state the token reports before login (CK_TOKEN_INFO flags). */
 #define KH_P11_PIN_COUNT_LOW      0x01u  /* a wrong PIN was entered recently */

@@ -9,7 +9,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "kh_pkey.h"
+#include "lib/kh_pkey.h"
 
 /* The decoder's name for a PKCS#8 algorithm; NULL lets it try them all. */
 static const char *

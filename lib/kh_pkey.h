@@ -13,7 +13,7 @@
 
 #include <openssl/evp.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 /* The private key in `pem` (one "PRIVATE KEY" block), or NULL with err set
  * (KH_ERR_REFUSED: not such a block, or not a key OpenSSL can use). */

@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kh_mem.h"
-#include "kh_relay_client.h"
-#include "kh_rundir.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_relay_client.h"
+#include "lib/kh_rundir.h"
 
 /* The directory holding the sockets: root's, and only root's to change. */
 static int

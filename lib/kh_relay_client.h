@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
-#include "kh_relay_proto.h"
+#include "lib/kh_error.h"
+#include "lib/kh_relay_proto.h"
 
 /* How long a call waits for the relay (milliseconds). */
 #define KH_RELAY_CLIENT_TIMEOUT_MS 5000

@@ -15,10 +15,10 @@
 
 #include <jansson.h>
 
-#include "kh_json.h"
-#include "kh_mem.h"
-#include "kh_proto_json.h"
-#include "kh_relay_proto.h"
+#include "lib/kh_json.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_json_doc.h"
+#include "lib/kh_relay_proto.h"
 
 #define KH_RELAY_USER_MAX    256
 #define KH_RELAY_ISSUER_MAX  32

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 #define KH_RELAY_PROTO_VERSION 1
 /* Largest datagram either side sends or accepts. */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kh_rundir.h"
+#include "lib/kh_rundir.h"
 
 /* mkdir that tolerates an existing entry, then insist on what we need. */
 static int

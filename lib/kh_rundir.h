@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 /* Create (if needed) and check KH_RUNDIR/sub, mode 0700 root.  Writes its
  * path into buf.  0, or -1 with err. */

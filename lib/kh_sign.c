@@ -7,7 +7,7 @@
 #include <openssl/objects.h>
 #include <openssl/rsa.h>
 
-#include "kh_sign.h"
+#include "lib/kh_sign.h"
 
 size_t
 kh_go_hash_size(int go_hash)

@@ -3,7 +3,7 @@
  *
  * `kubehsm sign` answers the external-signer protocol on behalf of Go's
  * crypto/tls, which hands a crypto.Signer a digest plus crypto.SignerOpts.
- * This module turns those options (decoded by kh_proto) into the matching
+ * This module turns those options (decoded by kh_signer_proto) into the matching
  * EVP_PKEY_sign call: RSA PKCS#1 v1.5, RSA-PSS (MGF1 with the same hash, Go's
  * salt-length rules) or ECDSA (DER ECDSA-Sig-Value, as Go's ecdsa returns).
  *
@@ -17,7 +17,7 @@
 
 #include <openssl/evp.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 /* Go's crypto.Hash values we sign with (crypto/crypto.go numbering). */
 #define KH_GO_SHA256 5

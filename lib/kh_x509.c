@@ -11,8 +11,8 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
-#include "kh_mem.h"
-#include "kh_x509.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_x509.h"
 
 #define KH_SERIAL_BYTES 16
 #define KH_NAME_MAX 256   /* longest mapped user name or group we accept */

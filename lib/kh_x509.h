@@ -13,8 +13,8 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
+#include "lib/kh_error.h"
+#include "lib/kh_words.h"
 
 /* notBefore of a minted certificate is this far in the past (clock skew). */
 #define KH_X509_BACKDATE 300

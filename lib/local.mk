@@ -1,36 +1,43 @@
-# libkubehsm-core: what `kubehsm exec` needs and nothing more — libc,
-# jansson and libkeyutils.  No crypto library: exec runs on every kubectl
-# invocation and must start like a minimal program.
-noinst_LTLIBRARIES += lib/libkubehsm-core.la
-lib_libkubehsm_core_la_SOURCES = \
-	lib/kh_error.c lib/kh_error.h \
+# lib/: the shared code every part links, in three convenience libraries.
+#
+# libkh-error: the error type alone, which even the polkit plugin links.
+noinst_LTLIBRARIES += lib/libkh-error.la
+lib_libkh_error_la_SOURCES = lib/kh_error.c lib/kh_error.h
+
+# libkh-core: what `kubehsm exec` needs and nothing more — libc, jansson and
+# libkeyutils.  No crypto library: exec runs on every kubectl invocation and
+# must start like a minimal program.  No LIBADD: each program that links the
+# core names jansson and libkeyutils itself, so the front end can take them
+# from their static archives (configure.ac, KH_FRONT_LIBS).
+noinst_LTLIBRARIES += lib/libkh-core.la
+lib_libkh_core_la_SOURCES = \
 	lib/kh_mem.c lib/kh_mem.h \
 	lib/kh_io.c lib/kh_io.h \
 	lib/kh_path.c lib/kh_path.h \
+	lib/kh_rundir.c lib/kh_rundir.h \
 	lib/kh_json.c lib/kh_json.h \
-	lib/kh_proto_json.c lib/kh_proto_json.h \
-	lib/kh_proto_exec.c \
-	conf/kh_policy_words.c conf/kh_policy_words.h \
-	$(cache_sources)
-lib_libkubehsm_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
-# No LIBADD: each program that links the core names jansson and libkeyutils
-# itself, so the front end can take them from their static archives.
+	lib/kh_json_doc.c lib/kh_json_doc.h \
+	lib/kh_exec_proto.c lib/kh_exec_proto.h \
+	lib/kh_words.c lib/kh_words.h \
+	lib/kh_duration.c lib/kh_duration.h \
+	lib/kh_template.c lib/kh_template.h
+lib_libkh_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+lib_libkh_core_la_LIBADD = lib/libkh-error.la
 
-# libkubehsm: the internal library pam/ and kubehsm-tool.so share (the core,
-# plus OpenSSL, libp11, libconfig and polkit).
-noinst_LTLIBRARIES += lib/libkubehsm.la
-lib_libkubehsm_la_SOURCES = \
+# libkh: the rest, for the PAM module, kubehsm-tool.so and the relay:
+# PKCS#11 (libp11), X.509 and signing (OpenSSL), the external signer's
+# codec, and the kubehsm-relayd control protocol with its client.
+noinst_LTLIBRARIES += lib/libkh.la
+lib_libkh_la_SOURCES = \
 	lib/kh_error_ssl.c \
 	lib/kh_dl.c lib/kh_dl.h \
-	$(cache_root_sources) \
-	$(conf_sources)
-lib_libkubehsm_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(LIBCONFIG_CFLAGS) \
-	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
-lib_libkubehsm_la_LIBADD = lib/libkubehsm-core.la $(CRYPTO_LIBS) $(LIBCONFIG_LIBS) \
-	$(JANSSON_LIBS) $(KEYUTILS_LIBS) $(LIBP11_LIBS)
-
-# Each area appends its sources in its own fragment.
-include lib/token.mk
-include lib/proto.mk
-include lib/polkit.mk
-include lib/relay.mk
+	lib/kh_base64.c lib/kh_base64.h \
+	lib/kh_signer_proto.c lib/kh_signer_proto.h \
+	lib/kh_sign.c lib/kh_sign.h \
+	lib/kh_pkey.c lib/kh_pkey.h \
+	lib/kh_pkcs11.c lib/kh_pkcs11.h \
+	lib/kh_x509.c lib/kh_x509.h \
+	lib/kh_relay_proto.c lib/kh_relay_proto.h \
+	lib/kh_relay_client.c lib/kh_relay_client.h
+lib_libkh_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) $(LIBP11_CFLAGS)
+lib_libkh_la_LIBADD = $(CRYPTO_LIBS) $(JANSSON_LIBS) $(LIBP11_LIBS)

@@ -19,12 +19,13 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
-#include "kh_mem.h"
-#include "kh_pam_auth.h"
-#include "kh_pam_forward.h"
-#include "kh_pam_handoff.h"
-#include "kh_pkcs11.h"
-#include "kh_x509.h"
+#include "lib/kh_mem.h"
+#include "lib/kh_template.h"
+#include "pam/kh_pam_auth.h"
+#include "pam/kh_pam_forward.h"
+#include "pam/kh_pam_handoff.h"
+#include "lib/kh_pkcs11.h"
+#include "lib/kh_x509.h"
 
 /* Everything one authentication holds; released by auth_ctx_clear. */
 struct auth_ctx {

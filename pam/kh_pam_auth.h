@@ -4,7 +4,7 @@
 
 #include <security/pam_modules.h>
 
-#include "kh_pam_util.h"
+#include "pam/kh_pam_util.h"
 
 /* Unlock the user's token, validate and map its certificate, prove
  * possession; keep what the session step needs in the handle. */

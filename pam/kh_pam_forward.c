@@ -25,7 +25,7 @@
 
 #include <security/pam_ext.h>
 
-#include "kh_pam_forward.h"
+#include "pam/kh_pam_forward.h"
 
 #define KH_P11_KIT_ADDRESS_ENV "P11_KIT_SERVER_ADDRESS"
 

@@ -11,9 +11,9 @@
 
 #include <security/pam_modules.h>
 
-#include "kh_error.h"
-#include "kh_pam_util.h"
-#include "kh_pkcs11.h"
+#include "lib/kh_error.h"
+#include "pam/kh_pam_util.h"
+#include "lib/kh_pkcs11.h"
 
 /*
  * Open the module the user's token is behind.  With `forwarded` and

@@ -28,11 +28,11 @@
 #include <openssl/rand.h>
 #include <security/pam_ext.h>
 
-#include "kh_io.h"
-#include "kh_json.h"
-#include "kh_mem.h"
-#include "kh_pam_handoff.h"
-#include "kh_rundir.h"
+#include "lib/kh_io.h"
+#include "lib/kh_json.h"
+#include "lib/kh_mem.h"
+#include "pam/kh_pam_handoff.h"
+#include "lib/kh_rundir.h"
 
 #define HANDOFF_DIR       "handoff"
 #define HANDOFF_VERSION   1

@@ -25,7 +25,7 @@
 
 #include <security/pam_modules.h>
 
-#include "kh_pam_util.h"
+#include "pam/kh_pam_util.h"
 
 #define KH_HANDOFF_ENV "PAM_KUBEHSM_HANDOFF"
 /* Longest time between authentication and session (seconds): an abandoned

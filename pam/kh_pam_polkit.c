@@ -4,7 +4,7 @@
  * libpolkit-gobject brings GLib, GObject, GIO and some twenty more shared
  * objects.  Linked into the module they would be mapped into every sshd,
  * login and su that loads it, and cost every login about 3.5 ms, whether or
- * not the policy asks polkit.  So the client (lib/kh_polkit.c) is built as
+ * not the policy asks polkit.  So the client (pam/kh_polkit.c) is built as
  * kubehsm-polkit.so and loaded only when polkit.mode is not "off".
  *
  * Once loaded it stays (RTLD_NODELETE): libpolkit registers GObject types
@@ -19,8 +19,8 @@
 
 #include <dlfcn.h>
 
-#include "kh_pam_polkit.h"
-#include "kh_path.h"
+#include "pam/kh_pam_polkit.h"
+#include "lib/kh_path.h"
 
 #define KH_POLKIT_PLUGIN_NAME "kubehsm-polkit.so"
 

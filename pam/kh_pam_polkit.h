@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
-#include "kh_polkit.h"
+#include "lib/kh_error.h"
+#include "pam/kh_polkit.h"
 
 /* kh_polkit_check_login, run in the plugin: 1 allowed, 0 denied, -1 error
  * (also when the plugin cannot be loaded).  Mode off answers 1 without

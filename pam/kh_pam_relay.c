@@ -14,9 +14,9 @@
 
 #include <security/pam_ext.h>
 
-#include "kh_mem.h"
-#include "kh_pam_relay.h"
-#include "kh_relay_client.h"
+#include "lib/kh_mem.h"
+#include "pam/kh_pam_relay.h"
+#include "lib/kh_relay_client.h"
 
 int
 kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,

@@ -12,10 +12,10 @@
 
 #include <security/pam_modules.h>
 
-#include "kh_error.h"
-#include "kh_pam_util.h"
-#include "kh_policy.h"
-#include "kh_record.h"
+#include "lib/kh_error.h"
+#include "pam/kh_pam_util.h"
+#include "conf/kh_policy.h"
+#include "cache/kh_record.h"
 
 /*
  * Deliver rec's session to the relay when the policy says so and a relay

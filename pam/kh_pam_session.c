@@ -30,14 +30,14 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
-#include "kh_cache.h"
-#include "kh_mem.h"
-#include "kh_pam_auth.h"
-#include "kh_pam_handoff.h"
-#include "kh_pkcs11.h"
-#include "kh_pam_polkit.h"
-#include "kh_pam_relay.h"
-#include "kh_x509.h"
+#include "cache/kh_cache.h"
+#include "lib/kh_mem.h"
+#include "pam/kh_pam_auth.h"
+#include "pam/kh_pam_handoff.h"
+#include "lib/kh_pkcs11.h"
+#include "pam/kh_pam_polkit.h"
+#include "pam/kh_pam_relay.h"
+#include "lib/kh_x509.h"
 
 static const char *
 issuer_name(const struct kh_issuer *is)

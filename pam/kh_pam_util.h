@@ -17,8 +17,8 @@
 #include <openssl/x509.h>
 #include <security/pam_modules.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
+#include "lib/kh_error.h"
+#include "conf/kh_policy.h"
 
 /* pam_set_data names. */
 #define KH_PAM_DATA_LOGIN   "kubehsm:login"

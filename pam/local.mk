@@ -15,19 +15,23 @@ pam_pam_kubehsm_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
 	$(JANSSON_CFLAGS) $(LIBP11_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS)
 pam_pam_kubehsm_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^pam_sm_' -Wl,-z,defs
-pam_pam_kubehsm_la_LIBADD = lib/libkubehsm.la $(PAM_LIBS) $(CRYPTO_LIBS) $(LIBP11_LIBS)
+pam_pam_kubehsm_la_LIBADD = $(kh_all_libs) $(PAM_LIBS)
 
-# The polkit client, a plugin the module loads only when polkit.mode is not
-# "off" (pam/kh_pam_polkit.c): libpolkit-gobject maps GLib, GObject, GIO
-# and some twenty more shared objects into the process.  Built here so the
-# build tree has it beside the module.
+# The polkit client (pam/kh_polkit.c), built as a plugin the module loads
+# only when polkit.mode is not "off" (pam/kh_pam_polkit.c):
+# libpolkit-gobject maps GLib, GObject, GIO and some twenty more shared
+# objects into the process.  The convenience library is what the plugin and
+# the polkit tests link.
+noinst_LTLIBRARIES += pam/libkh-polkit.la
+pam_libkh_polkit_la_SOURCES = pam/kh_polkit.c pam/kh_polkit.h
+pam_libkh_polkit_la_CFLAGS = $(AM_CFLAGS) $(POLKIT_CFLAGS)
+pam_libkh_polkit_la_LIBADD = lib/libkh-error.la $(POLKIT_LIBS)
+
 pkglib_LTLIBRARIES += pam/kubehsm-polkit.la
-pam_kubehsm_polkit_la_SOURCES = lib/kh_polkit.c lib/kh_polkit.h \
-	lib/kh_error.c lib/kh_error.h
-pam_kubehsm_polkit_la_CFLAGS = $(AM_CFLAGS) $(POLKIT_CFLAGS)
+pam_kubehsm_polkit_la_SOURCES =
 pam_kubehsm_polkit_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^kh_polkit_check_login$$' -Wl,-z,defs
-pam_kubehsm_polkit_la_LIBADD = $(POLKIT_LIBS)
+pam_kubehsm_polkit_la_LIBADD = pam/libkh-polkit.la
 
 dist_man_MANS += pam/pam_kubehsm.8
 

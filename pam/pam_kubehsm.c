@@ -19,11 +19,11 @@
 #include <security/pam_modules.h>
 #include <security/pam_ext.h>
 
-#include "kh_json.h"
-#include "kh_pam_auth.h"
-#include "kh_pam_handoff.h"
-#include "kh_pam_util.h"
-#include "kh_pkcs11.h"
+#include "lib/kh_json.h"
+#include "pam/kh_pam_auth.h"
+#include "pam/kh_pam_handoff.h"
+#include "pam/kh_pam_util.h"
+#include "lib/kh_pkcs11.h"
 
 enum entry { AUTH, SETCRED, OPEN, CLOSE };
 

@@ -36,10 +36,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "kh_rdeny.h"
-#include "kh_relayd.h"
-#include "kh_rlog.h"
-#include "kh_rpeer.h"
+#include "relay/kh_rdeny.h"
+#include "relay/kh_relayd.h"
+#include "relay/kh_rlog.h"
+#include "relay/kh_rpeer.h"
 
 enum kh_rconn_state {
 	KH_RC_WAIT,        /* accepted; waiting for the first bytes */

@@ -20,9 +20,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "kh_mem.h"
-#include "kh_relayd.h"
-#include "kh_rlog.h"
+#include "lib/kh_mem.h"
+#include "relay/kh_relayd.h"
+#include "relay/kh_rlog.h"
 
 struct kh_rctl {
 	struct kh_relayd *rd;

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "kh_rdeny.h"
+#include "relay/kh_rdeny.h"
 
 int
 kh_rdeny_response(struct evbuffer *out, int code, const char *message)

@@ -9,7 +9,7 @@
  * connection unchanged over mTLS to the cluster's API server with that
  * uid's session certificate and key, which only the relay holds.
  *
- *   kh_relayd      — the daemon's state, start-up and main loop (main.c)
+ *   kh_relayd      — the daemon's state, start-up and main loop (kubehsm-relayd.c)
  *   kh_rlog        — logging: syslog, or stderr in the foreground
  *   kh_rpriv       — privileged-port policy check, the privilege drop
  *   kh_rlisten     — binding the loopback listeners and Unix sockets
@@ -34,9 +34,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
-#include "kh_relay_proto.h"
+#include "lib/kh_error.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_relay_proto.h"
 
 struct kh_rconn;
 struct kh_rsession;

@@ -23,8 +23,8 @@
 
 #include <event2/listener.h>
 
-#include "kh_relayd.h"
-#include "kh_rlog.h"
+#include "relay/kh_relayd.h"
+#include "relay/kh_rlog.h"
 
 #define KH_RLISTEN_BACKLOG 1024
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "kh_rlog.h"
+#include "relay/kh_rlog.h"
 
 #define KH_RLOG_BURST 10
 

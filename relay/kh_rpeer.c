@@ -26,7 +26,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 
-#include "kh_rpeer.h"
+#include "relay/kh_rpeer.h"
 
 /* linux/tcp_states.h is not exported: the states a held socket can be in. */
 enum {

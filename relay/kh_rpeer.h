@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 /* The NETLINK_SOCK_DIAG socket (close-on-exec), or -1 + err. */
 int kh_rpeer_open(kh_error *err);

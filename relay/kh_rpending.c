@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kh_relay_client.h"
-#include "kh_relayd.h"
-#include "kh_rlog.h"
-#include "kh_rundir.h"
+#include "lib/kh_relay_client.h"
+#include "relay/kh_relayd.h"
+#include "relay/kh_rlog.h"
+#include "lib/kh_rundir.h"
 
 #define KH_RPENDING_MAX 65536
 

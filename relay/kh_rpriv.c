@@ -21,7 +21,7 @@
 #include <cap-ng.h>
 #include <linux/capability.h>
 
-#include "kh_rpriv.h"
+#include "relay/kh_rpriv.h"
 
 #define KH_UNPRIV_PORT_START "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 

@@ -6,8 +6,8 @@
 
 #include <sys/types.h>
 
-#include "kh_error.h"
-#include "kh_policy.h"
+#include "lib/kh_error.h"
+#include "conf/kh_policy.h"
 
 /*
  * Refuse to serve on a port an unprivileged user could bind while the

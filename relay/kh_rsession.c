@@ -24,10 +24,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "kh_mem.h"
-#include "kh_relayd.h"
-#include "kh_rlog.h"
-#include "kh_rstore.h"
+#include "lib/kh_mem.h"
+#include "relay/kh_relayd.h"
+#include "relay/kh_rlog.h"
+#include "relay/kh_rstore.h"
 
 /* How long a uid's "your session ended" note is kept for its 401s. */
 #define KH_RUSER_ENDED_KEEP (24 * 3600)

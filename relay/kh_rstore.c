@@ -20,9 +20,9 @@
 
 #include <keyutils.h>
 
-#include "kh_mem.h"
-#include "kh_rlog.h"
-#include "kh_rstore.h"
+#include "lib/kh_mem.h"
+#include "relay/kh_rlog.h"
+#include "relay/kh_rstore.h"
 
 #define KH_RSTORE_PREFIX "kubehsm-relayd:v1:"
 #define KH_RSTORE_SLOT   "kubehsm-relayd:slot:"

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kh_error.h"
+#include "lib/kh_error.h"
 
 struct kh_rstore;
 

@@ -1,12 +1,12 @@
 # relay/: kubehsm-relayd, the daemon that serves kube clients on a
 # privileged loopback port and speaks mTLS upstream with each peer's
-# session (issue #15).  It links what it needs from libkubehsm (policy,
-# errors, JSON, the relay protocol) plus libevent and libcap-ng;
+# session.  It links what it needs from the tree (policy, errors, JSON, the
+# relay protocol) plus libevent and libcap-ng;
 # --as-needed keeps the libraries it never calls (libp11, libconfig's
 # users aside) off its list of shared objects.
 sbin_PROGRAMS += relay/kubehsm-relayd
 relay_kubehsm_relayd_SOURCES = \
-	relay/main.c relay/kh_relayd.h \
+	relay/kubehsm-relayd.c relay/kh_relayd.h \
 	relay/kh_rlog.c relay/kh_rlog.h \
 	relay/kh_rpriv.c relay/kh_rpriv.h \
 	relay/kh_rlisten.c \
@@ -20,7 +20,7 @@ relay_kubehsm_relayd_SOURCES = \
 relay_kubehsm_relayd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(CRYPTO_CFLAGS) \
 	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS) $(CAPNG_CFLAGS)
 relay_kubehsm_relayd_LDFLAGS = $(AM_LDFLAGS) -Wl,--as-needed
-relay_kubehsm_relayd_LDADD = lib/libkubehsm.la $(LIBEVENT_LIBS) $(CRYPTO_LIBS) \
+relay_kubehsm_relayd_LDADD = $(kh_all_libs) $(LIBEVENT_LIBS) $(CRYPTO_LIBS) \
 	$(JANSSON_LIBS) $(KEYUTILS_LIBS) $(CAPNG_LIBS)
 dist_man_MANS += relay/kubehsm-relayd.8
 

@@ -15,14 +15,14 @@
 # make the shipped policy pass `kubehsm config check` unmodified;
 # `pam-auth-update --enable kubehsm` adds the expected lines; a user logs in
 # with the token PIN through login(1) (common-auth, common-session; driven
-# on a pty by tests/lib/logins.sh),
+# on a pty by tests/harness/logins.sh),
 # kubectl 1.33 authenticates with `kubehsm exec` from /usr/bin, and logout
 # ends the session; a user without a token, and a wrong PIN, still get in
 # with the password.  End: apt purge must leave /etc/pam.d/common-* as they
 # were, no trace of kubehsm in /etc/pam.d, and no /etc/kubehsm.
 #
 # The machine is shared.  The whole check runs in a private mount namespace
-# (tests/lib/logins.sh re-runs the script in one) in which /etc/pam.d,
+# (tests/harness/logins.sh re-runs the script in one) in which /etc/pam.d,
 # /var/lib/pam and /var/cache/debconf (pam-auth-update's files and its
 # debconf answers), /etc/softhsm/softhsm2.conf and /run/dbus are private
 # copies: enabling the profile never changes a login of anyone
@@ -59,12 +59,12 @@ if [ -z "${KH_DEB_CHECK_INNER:-}" ]; then
 fi
 
 # --- the check: logins.sh runs it in a private mount namespace ------------
-. "$top/tests/lib/tap.sh"
-. "$top/tests/lib/users.sh"
-. "$top/tests/lib/pki.sh"
-. "$top/tests/lib/kubeapi.sh"
-. "$top/tests/lib/logins.sh"
-. "$top/tests/lib/polkit.sh"
+. "$top/tests/harness/tap.sh"
+. "$top/tests/harness/users.sh"
+. "$top/tests/harness/pki.sh"
+. "$top/tests/harness/kubeapi.sh"
+. "$top/tests/harness/logins.sh"
+. "$top/tests/harness/polkit.sh"
 trap 'exit 130' INT TERM HUP   # run the cleanups (purge) when interrupted
 need_root
 need_cmd pam-auth-update dpkg-architecture dpkg-parsechangelog python3 nginx openssl keyctl \

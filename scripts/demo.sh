@@ -8,7 +8,7 @@
 # pam_kubehsm, an nginx mTLS Kubernetes API stand-in, kubeconfigs using
 # `kubehsm exec`; a PAM login (pamtester, PIN once), kubectl as the user with
 # no terminal and no PIN, kubehsm status, the other user getting nothing,
-# logout and kubectl failing with a clear message.  Reuses tests/lib (pki.sh,
+# logout and kubectl failing with a clear message.  Reuses tests/harness (pki.sh,
 # users.sh, kubeapi.sh) with its own on_exit instead of tap.sh's TAP output.
 #
 # Logout: pamtester cannot keep one PAM handle across separate commands, so
@@ -22,8 +22,8 @@ build="$top/build-demo"
 work=$(mktemp -d /tmp/kubehsm-demo.XXXXXX)
 chmod 0755 "$work"
 
-# The test harness's libraries (tests/lib) expect two things from
-# tests/lib/tap.sh: $KH_TMP and on_exit.  The demo provides its own, so it
+# The test harness's libraries (tests/harness) expect two things from
+# tests/harness/tap.sh: $KH_TMP and on_exit.  The demo provides its own, so it
 # prints no TAP: cleanups run in reverse order at exit, even on failure.
 KH_TMP=$work
 KH_SRCDIR=$top
@@ -86,9 +86,9 @@ PAM_KUBEHSM="$build/pam/.libs/pam_kubehsm.so"
 K133=/usr/lib/google-cloud-sdk/bin/kubectl.1.33
 K127=/usr/lib/google-cloud-sdk/bin/kubectl.1.27
 
-. "$top/tests/lib/users.sh"
-. "$top/tests/lib/pki.sh"
-. "$top/tests/lib/kubeapi.sh"
+. "$top/tests/harness/users.sh"
+. "$top/tests/harness/pki.sh"
+. "$top/tests/harness/kubeapi.sh"
 
 indent() { sed 's/^/    /'; }
 # as USER CMD...: run as USER the way a background job would: no terminal

@@ -32,11 +32,12 @@ H
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 pkgs="libp11 libcrypto libssl libconfig libkeyutils jansson"
-cflags="-g -O1 -std=gnu11 -Wall -Werror $san -I$dir/obj -I$top -I$top/lib -I$top/conf -I$top/cache $(pkg-config --cflags $pkgs)"
+cflags="-g -O1 -std=gnu11 -Wall -Werror $san -I$dir/obj -I$top $(pkg-config --cflags $pkgs)"
 libs="$(pkg-config --libs $pkgs)"
 srcs="lib/kh_error.c lib/kh_error_ssl.c lib/kh_mem.c lib/kh_json.c lib/kh_dl.c
-	lib/kh_proto_json.c lib/kh_proto_exec.c lib/kh_proto.c lib/kh_sign.c lib/kh_x509.c
-	lib/kh_pkcs11.c conf/kh_policy.c conf/kh_policy_words.c cache/kh_record.c cache/kh_cache_common.c cache/kh_cache_find.c"
+	lib/kh_json_doc.c lib/kh_exec_proto.c lib/kh_signer_proto.c lib/kh_base64.c lib/kh_sign.c
+	lib/kh_x509.c lib/kh_pkcs11.c lib/kh_words.c lib/kh_duration.c lib/kh_template.c
+	$(cd "$top" && echo conf/kh_policy*.c) cache/kh_record.c cache/kh_cache_common.c cache/kh_cache_find.c"
 
 echo "==> building the fuzz targets in $dir"
 objs=() pids=()

@@ -22,13 +22,13 @@ PACKAGES=(
 	xz-utils git procps passwd libcap2-bin
 	# tools the integration tests drive
 	jq curl openssl python3 util-linux coreutils login
-	# more kube clients (tests/integration/clients.sh); the test installs
+	# more kube clients (tests/integration/clients/clients.sh); the test installs
 	# @kubernetes/client-node itself, from npm into the build tree
 	ruby-kubeclient nodejs
-	# the real login programs and a pty driver (tests/integration/logins_*.sh)
+	# the real login programs and a pty driver (tests/integration/logins/)
 	openssh-server openssh-client sudo tmux python3-pexpect
 	# kubehsm login: pkexec, and a token forwarded with p11-kit (server and
-	# client module) in tests/integration/login_forward.sh
+	# client module) in tests/integration/logins/login_forward.sh
 	pkexec p11-kit p11-kit-modules
 	# Debian packages: build, lint, compare (scripts/deb-check.sh)
 	debhelper dpkg-dev fakeroot lintian diffoscope-minimal

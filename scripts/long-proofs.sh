@@ -32,7 +32,7 @@ step "installing Debian packages"
 bash scripts/install-deps.sh
 
 if [ $do_valgrind = 1 ]; then
-	step "build, then $cycles PAM module cycles under valgrind (tests/integration/pam_valgrind.sh)"
+	step "build, then $cycles PAM module cycles under valgrind (tests/integration/pam/pam_valgrind.sh)"
 	autoreconf -fi >/dev/null
 	dir=$top/build-proofs
 	rm -rf "$dir"; mkdir -p "$dir"
@@ -40,8 +40,8 @@ if [ $do_valgrind = 1 ]; then
 		{ tail -30 "$dir.build.log"; echo "build failed (log: $dir.build.log)"; exit 1; }
 	start=$(date +%s)
 	(cd "$dir" && KH_PAM_MEMCHECK_CYCLES="$cycles" \
-		make -s check TESTS=tests/integration/pam_valgrind.sh) || rc=1
-	grep -E '^(ok|not ok)' "$dir/tests/integration/pam_valgrind.log" || true
+		make -s check TESTS=tests/integration/pam/pam_valgrind.sh) || rc=1
+	grep -E '^(ok|not ok)' "$dir/tests/integration/pam/pam_valgrind.log" || true
 	echo "valgrind cycles: $(( $(date +%s) - start )) s"
 fi
 

@@ -18,7 +18,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 step() { printf '\n==> %s\n' "$*"; }
 
 # Mount points the login-program tests create on the host when missing
-# (tests/lib/logins.sh); removed at the end, when no test can hold them.
+# (tests/harness/logins.sh); removed at the end, when no test can hold them.
 preload_was_there=0; [ -e /etc/ld.so.preload ] && preload_was_there=1
 shimdir_was_there=0; [ -e /run/kubehsm-p11shim ] && shimdir_was_there=1
 remove_test_mountpoints() {

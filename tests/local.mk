@@ -1,4 +1,7 @@
-# tests/: cmocka unit tests and real-part integration tests, all TAP.
+# tests/: cmocka unit tests (tests/unit/<dir>/, mirroring the tree), probes
+# the integration tests drive (tests/probes/), and integration tests against
+# real parts, grouped by component (tests/integration/<component>/), all
+# TAP.  The shell and Python pieces they share are in tests/harness/.
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 TEST_EXTENSIONS = .sh
 SH_LOG_DRIVER = $(LOG_DRIVER)
@@ -12,9 +15,6 @@ if KH_SANITIZERS
 AM_TESTS_ENVIRONMENT += KH_SANITIZERS=1; export KH_SANITIZERS;
 endif
 
-unit_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
-	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS)
-unit_ldadd = lib/libkubehsm.la $(CMOCKA_LIBS)
-
 include tests/unit/local.mk
+include tests/probes/local.mk
 include tests/integration/local.mk

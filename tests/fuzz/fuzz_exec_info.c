@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kh_proto.h"
+#include "lib/kh_exec_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kh_policy.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

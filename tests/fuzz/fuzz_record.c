@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kh_mem.h"
-#include "kh_record.h"
+#include "lib/kh_mem.h"
+#include "cache/kh_record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 
-#include "kh_proto.h"
-#include "kh_sign.h"
+#include "lib/kh_signer_proto.h"
+#include "lib/kh_sign.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

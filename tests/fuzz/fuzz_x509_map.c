@@ -8,8 +8,8 @@
 
 #include <openssl/x509.h>
 
-#include "kh_policy.h"
-#include "kh_x509.h"
+#include "conf/kh_policy.h"
+#include "lib/kh_x509.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,13 +1,14 @@
-# integration tests: TAP shell scripts against real parts.
-EXTRA_DIST += tests/lib/tap.sh
-include tests/integration/config.mk
-include tests/integration/cache.mk
-include tests/integration/token.mk
-include tests/integration/polkit.mk
-include tests/integration/pam.mk
-include tests/integration/logins.mk
-include tests/integration/helper.mk
-include tests/integration/scenario.mk
-include tests/integration/hardening.mk
-include tests/integration/relay.mk
-include tests/integration/clients.mk
+# tests/integration/: TAP shell scripts against real parts, one folder per
+# component.  Each folder's local.mk lists its tests and what they ship.
+EXTRA_DIST += tests/harness/tap.sh
+include tests/integration/conf/local.mk
+include tests/integration/cache/local.mk
+include tests/integration/token/local.mk
+include tests/integration/polkit/local.mk
+include tests/integration/pam/local.mk
+include tests/integration/logins/local.mk
+include tests/integration/helper/local.mk
+include tests/integration/scenario/local.mk
+include tests/integration/hardening/local.mk
+include tests/integration/relay/local.mk
+include tests/integration/clients/local.mk

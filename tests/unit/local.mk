@@ -1,10 +1,13 @@
-# unit tests: each binary is one cmocka group (one TAP plan).
-include tests/unit/policy.mk
-include tests/unit/cache.mk
-include tests/unit/token.mk
-include tests/unit/proto.mk
-include tests/unit/polkit.mk
-include tests/unit/relay.mk
+# tests/unit/: one cmocka binary per unit (one TAP plan each), in a folder
+# named after the directory of the code it tests.  No root, no real parts.
+unit_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
+	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS)
+unit_ldadd = $(kh_all_libs) $(CMOCKA_LIBS)
+
+include tests/unit/lib/local.mk
+include tests/unit/conf/local.mk
+include tests/unit/cache/local.mk
+include tests/unit/pam/local.mk
 
 # make check-unit: the unit tests alone (no root, no real parts, seconds):
 # what a package build runs (debian/rules).

@@ -1,0 +1,242 @@
+#!/bin/bash
+# login_forward: `kubehsm login` for real.  The "laptop" is a p11-kit server
+# exposing the user's SoftHSM token (through tests/probes/p11shim, which counts its
+# C_Login calls); the user logs in to a real loopback sshd with a password,
+# forwarding that server's socket with `ssh -R` to the per-uid path the
+# policy names; inside the login `kubehsm login` runs on the login's pty,
+# real pkexec asks the real polkitd on the system bus, and kubehsm-login
+# runs the kubehsm PAM service as shipped (pam/pam.d/kubehsm).  Then
+# kubectl 1.27 and 1.33 work in that login and in a second one; a renewal
+# extends the session and keeps its logins; a wrong PIN costs one token
+# try; a plain login over a live session, a renewal of none, a missing
+# terminal, a polkit rule saying no, and another user's attempts on the
+# socket never reach the token.  A token the bastion holds itself works
+# the same way without forwarding.  The last logout ends the session.
+. "$KH_SRCDIR/tests/integration/logins/logins_common.sh"
+. "$KH_SRCDIR/tests/harness/polkit.sh"
+
+need_cmd p11-kit pkexec
+polkit_need
+LOGIN_PROG=$KH_BUILDDIR/helper/kubehsm-login
+[ -x "$LOGIN_PROG" ] || skip_all "helper/kubehsm-login not built"
+[ "$(stat -c %u "$LOGIN_PROG")" = 0 ] || skip_all "pkexec needs $LOGIN_PROG owned by root"
+polkit_start --system || _logins_bail "polkitd on the system bus did not start"
+
+# The policy names the forwarded token; the shipped kubehsm service.
+kubehsm_login_service
+
+# --- the laptop: its own SoftHSM store and a p11-kit server -----------------
+LAPTOP=$KH_TMP/laptop
+mkdir -p -m 0755 "$LAPTOP/tokens" "$LAPTOP/shimctl"
+printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+	"$LAPTOP/tokens" >"$LAPTOP/softhsm2.conf"
+: >"$LAPTOP/shimctl/logins"
+laptop_logins() { grep -c '^C_Login$' "$LAPTOP/shimctl/logins"; }
+
+make_user alice
+forget_tally "$alice"
+logins_passwd "$alice" "pw-alice-$$"
+write_kubeconfig "$alice"
+pki_user_cert "$alice" users --cn "$alice" --o dev || _logins_bail "alice's certificate"
+(export SOFTHSM2_CONF=$LAPTOP/softhsm2.conf
+ pki_token_init "$alice" "$PIN" && pki_token_import "$alice" "$PIN" "$alice" kube 01) ||
+	_logins_bail "alice's laptop token"
+plain_user bob "pw-bob-$$"
+token_user carol     # a token the bastion holds itself
+
+LAPTOP_SOCK=$LAPTOP/pkcs11-server
+# (A sanitizer build's shim needs the ASan runtime in p11-kit's processes.)
+env SOFTHSM2_CONF="$LAPTOP/softhsm2.conf" KH_P11SHIM_DIR="$LAPTOP/shimctl" \
+	${LOGINS_ASAN_RT:+LD_PRELOAD="$LOGINS_ASAN_RT" ASAN_OPTIONS=detect_leaks=0} \
+	p11-kit server -f -n "$LAPTOP_SOCK" --provider "$SHIM" "pkcs11:token=$alice" \
+	>"$LAPTOP/server.out" 2>&1 &
+P11_SERVER_PID=$!
+on_exit "kill $P11_SERVER_PID 2>/dev/null"
+for _ in $(seq 1 100); do [ -S "$LAPTOP_SOCK" ] && break; sleep 0.05; done
+[ -S "$LAPTOP_SOCK" ] || { cat "$LAPTOP/server.out" >&2; _logins_bail "p11-kit server did not start"; }
+
+# The users' runtime directories, as logind makes them.
+[ -d /run/user ] || { mkdir -m 0755 /run/user && on_exit "rmdir /run/user 2>/dev/null"; }
+runtime_dir() {
+	local u=$1 d
+	d=/run/user/$(id -u "$u")
+	install -d -m 0700 -o "$u" -g "$(id -g "$u")" "$d" "$d/p11-kit" || _logins_bail "mkdir $d"
+	on_exit "rm -rf '$d'"
+}
+runtime_dir "$alice"
+runtime_dir "$bob"
+ALICE_SOCK=/run/user/$(id -u "$alice")/p11-kit/pkcs11
+BOB_SOCK=/run/user/$(id -u "$bob")/p11-kit/pkcs11
+
+logins_pam "$SSHD_SERVICE" < <(logins_kubehsm_stack "$CONF" keyinit)
+sshd_start
+
+# klogin LOGIN [ARGS]: kubehsm login [ARGS] on the login's terminal.
+KLOGIN="env KUBEHSM_LOGIN_PROGRAM=$LOGIN_PROG $KUBEHSM login"
+klogin() { login_run_tty "$1" "$KLOGIN ${2:-}"; }
+expires() { record "$1" | jq -r .expires 2>/dev/null; }
+
+# --- alice: ssh with her password, the laptop token forwarded ----------------
+ssh_argv "$alice" password -o ExitOnForwardFailure=yes -R "$ALICE_SOCK:$LAPTOP_SOCK"
+LOGIN_PASSWORD=pw-alice-$$ login_open a1 "${SSH_ARGV[@]}"
+ok $? "$alice logs in over ssh with her password, forwarding her laptop's token" ||
+	diag "$(login_transcript a1)"
+if [ -S "$ALICE_SOCK" ] && [ "$(stat -c %U "$ALICE_SOCK")" = "$alice" ]; then
+	pass "ssh -R made $ALICE_SOCK, a socket of $alice's"
+else
+	fail "ssh -R made $ALICE_SOCK, a socket of $alice's"; ls -la "$(dirname "$ALICE_SOCK")" >&2
+fi
+login_run a1 "$KUBEHSM status"
+like "$out" "^No kube session" "the password login has no kube session (the token was not reachable at sshd time)"
+
+l0=$(laptop_logins)
+login_run a1 "setsid -w $KLOGIN </dev/null"
+if [ "$rc" = 1 ] && grep -q 'on a terminal' <<<"$err" && [ "$(laptop_logins)" = "$l0" ]; then
+	pass "no terminal: kubehsm login says so and never reaches the token ($err)"
+else
+	fail "no terminal: kubehsm login says so and never reaches the token"; diag "rc=$rc err=$err"
+fi
+
+LOGIN_PIN=$PIN klogin a1
+if [ "$rc" = 0 ] && grep -q '^Kube session started' <<<"$out" && grep -q "^Identity: *$alice\$" <<<"$out"; then
+	pass "kubehsm login: the PIN asked once on the terminal, a session started and shown"
+else
+	fail "kubehsm login: the PIN asked once on the terminal, a session started and shown"
+	diag "rc=$rc out=$out" "err=$err"
+fi
+is "$(($(laptop_logins) - l0))" 1 "the PIN cost one C_Login, on the laptop's token"
+like "$err" "PIN for token '$alice'" "the PIN prompt named the laptop token"
+is "$(logins "$alice")" 1 "the record joined the one open login (count 1)"
+kube_session a1 "$alice" "after kubehsm login"
+
+ssh_argv "$alice" password
+LOGIN_PASSWORD=pw-alice-$$ login_open a2 "${SSH_ARGV[@]}"
+ok $? "a second ssh login of $alice (no forwarding)" || diag "$(login_transcript a2)"
+is "$(logins "$alice")" 2 "two open logins: the record counts 2"
+kube_session a2 "$alice" "second login"
+
+# --- refusals that never reach the token ---------------------------------------
+l0=$(laptop_logins)
+LOGIN_PIN=$PIN klogin a1
+if [ "$rc" = 1 ] && grep -q -- '--renew' <<<"$err" && [ "$(laptop_logins)" = "$l0" ]; then
+	pass "a plain kubehsm login over a live session is refused before the PIN"
+else
+	fail "a plain kubehsm login over a live session is refused before the PIN"; diag "rc=$rc err=$err"
+fi
+
+# The module decides, not kubehsm's early check: kubehsm-login run through
+# pkexec directly, over the live session, after the PIN.
+s0=$(session_serial "$alice")
+LOGIN_PIN=$PIN login_run_tty a1 "pkexec $LOGIN_PROG"
+if [ "$rc" = 1 ] && grep -q 'you have a kube session already' <<<"$err" &&
+   [ -n "$s0" ] && [ "$(session_serial "$alice")" = "$s0" ] && [ "$(logins "$alice")" = 2 ]; then
+	pass "pam_kubehsm (join) itself refuses to replace a live session without --renew"
+else
+	fail "pam_kubehsm (join) itself refuses to replace a live session without --renew"
+	diag "rc=$rc out=$out err=$err"
+fi
+l0=$(laptop_logins)
+
+polkit_add_rule deny-login "polkit.addRule(function(action, subject) {
+	if (action.id == \"org.kubehsm.login\" && subject.user == \"$alice\")
+		return polkit.Result.NO;
+});" || _logins_bail "polkit rule"
+LOGIN_PIN=$PIN klogin a1 --renew
+if [ "$rc" = 1 ] && grep -q 'org.kubehsm.login' <<<"$err" && [ "$(laptop_logins)" = "$l0" ]; then
+	pass "a polkit rule denying org.kubehsm.login is honoured: refused, the token untouched"
+else
+	fail "a polkit rule denying org.kubehsm.login is honoured"; diag "rc=$rc out=$out err=$err"
+fi
+polkit_del_rule deny-login
+
+# --- renewal -------------------------------------------------------------------
+e0=$(expires "$alice"); s0=$(session_serial "$alice")
+sleep 1.1
+LOGIN_PIN=0000 klogin a1 --renew
+if [ "$rc" = 1 ] && [ "$(($(laptop_logins) - l0))" = 1 ] && [ "$(session_serial "$alice")" = "$s0" ]; then
+	pass "a wrong PIN costs exactly one token try; the session stays as it was"
+else
+	fail "a wrong PIN costs exactly one token try; the session stays as it was"
+	diag "rc=$rc C_Login +$(($(laptop_logins) - l0)) err=$err"
+fi
+l0=$(laptop_logins)
+LOGIN_PIN=$PIN klogin a1 --renew
+if [ "$rc" = 0 ] && grep -q '^Kube session renewed' <<<"$out"; then
+	pass "kubehsm login --renew with the same token"
+else
+	fail "kubehsm login --renew with the same token"; diag "rc=$rc out=$out err=$err"
+fi
+is "$(($(laptop_logins) - l0))" 1 "the renewal cost one C_Login"
+e1=$(expires "$alice")
+if [ -n "$e0" ] && [ -n "$e1" ] && [ "$e1" -gt "$e0" ]; then
+	pass "the renewal moved the expiry forward ($e0 -> $e1)"
+else
+	fail "the renewal moved the expiry forward"; diag "e0=$e0 e1=$e1"
+fi
+isnt "$(session_serial "$alice")" "$s0" "the record was replaced: a new session certificate"
+is "$(logins "$alice")" 2 "the renewal kept the login count (2)"
+kube_session a2 "$alice" "after the renewal, in the other login"
+
+# --- another user and alice's socket -------------------------------------------
+ssh_argv "$bob" password
+LOGIN_PASSWORD=pw-bob-$$ login_open b1 "${SSH_ARGV[@]}"
+ok $? "$bob logs in over ssh" || diag "$(login_transcript b1)"
+as_user "$bob" ln -s "$ALICE_SOCK" "$BOB_SOCK"
+l0=$(laptop_logins)
+LOGIN_PIN=$PIN klogin b1
+if [ "$rc" = 1 ] && grep -q "$BOB_SOCK is not a socket (a symbolic link)" <<<"$err" &&
+   [ "$(laptop_logins)" = "$l0" ] && [ -z "$(record "$bob")" ]; then
+	pass "$bob's socket path as a link to $alice's socket: refused, her token untouched"
+else
+	fail "$bob's socket path as a link to $alice's socket: refused"; diag "rc=$rc out=$out err=$err"
+fi
+rm -f "$BOB_SOCK"
+ln "$ALICE_SOCK" "$BOB_SOCK" || _logins_bail "hard link"
+LOGIN_PIN=$PIN klogin b1
+if [ "$rc" = 1 ] && grep -q "belongs to uid $(id -u "$alice"), not to the user" <<<"$err" &&
+   [ "$(laptop_logins)" = "$l0" ] && [ -z "$(record "$bob")" ]; then
+	pass "$alice's socket itself at $bob's path (not his own): refused, her token untouched"
+else
+	fail "$alice's socket itself at $bob's path: refused"; diag "rc=$rc out=$out err=$err"
+fi
+rm -f "$BOB_SOCK"
+LOGIN_PIN=$PIN klogin b1
+if [ "$rc" = 1 ] && grep -q "kubehsm: token: " <<<"$err" && [ "$(laptop_logins)" = "$l0" ]; then
+	pass "$bob without a forwarded socket: the bastion's module, which has no token of his (said)"
+else
+	fail "$bob without a forwarded socket: the bastion's module, no token of his"; diag "rc=$rc err=$err"
+fi
+login_close b1
+
+# --- a token the bastion holds itself -------------------------------------------
+ssh_argv "$carol" kbd
+LOGIN_PIN=$PIN login_open c1 "${SSH_ARGV[@]}"
+ok $? "$carol logs in with her bastion token's PIN" || diag "$(login_transcript c1)"
+login_run c1 "$KUBEHSM logout"
+is "$rc" 0 "$carol ends her session with kubehsm logout"
+LOGIN_PIN=$PIN login_run_tty c1 "pkexec $LOGIN_PROG --renew"
+if [ "$rc" = 1 ] && grep -q 'no kube session to renew' <<<"$err" && [ -z "$(record_id "$carol")" ]; then
+	pass "pam_kubehsm (join) itself refuses a renewal when there is no session"
+else
+	fail "pam_kubehsm (join) itself refuses a renewal when there is no session"; diag "rc=$rc err=$err"
+fi
+c0=$(shim_logins)
+LOGIN_PIN=$PIN klogin c1
+if [ "$rc" = 0 ] && grep -q "^Identity: *$carol\$" <<<"$out"; then
+	pass "kubehsm login with a token the bastion holds (no forwarding)"
+else
+	fail "kubehsm login with a token the bastion holds (no forwarding)"; diag "rc=$rc out=$out err=$err"
+fi
+is "$(($(shim_logins) - c0))" 1 "one C_Login on the bastion's token"
+kube_session c1 "$carol" "bastion token, kubehsm login"
+login_close c1
+ended "$carol" "$carol's only login ended"
+
+# --- the end -------------------------------------------------------------------
+login_close a1
+is "$(logins "$alice")" 1 "after login 1 ends the record counts 1"
+login_close a2
+ended "$alice" "the last login ended"
+
+logins_sanitizer_reports
+done_testing

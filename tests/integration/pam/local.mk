@@ -1,0 +1,8 @@
+# pam_kubehsm.so through the real PAM stack: pamtester as root,
+# pam_wrapper unprivileged, load/unload cycles under valgrind, and no
+# secret left in the memory of the login.
+TESTS += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh \
+	tests/integration/pam/pam_valgrind.sh tests/integration/pam/pam_secrets.sh
+EXTRA_DIST += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh \
+	tests/integration/pam/pam_common.sh tests/integration/pam/pam_valgrind.sh \
+	tests/integration/pam/pam_secrets.sh

@@ -1,0 +1,38 @@
+# tests/integration/pam/pam_common.sh — shared set-up for the pam_wrapper and
+# valgrind tests (source after tap.sh, users.sh, pki.sh): a host issuer
+# token, a users CA, one user ($ALICE) with a token, and a root-owned policy
+# $CONF (polkit mode from $PAM_POLKIT_MODE, default off).
+PIN=4711
+ISSUER_PIN=987654
+HOST=khhost$$
+
+pam_common_setup() {
+	pki_init && pki_ca users "kh test users CA" && pki_ca issuerca "kh issuer CA" &&
+		pki_issuer_token "$HOST" "$ISSUER_PIN" issuerca || return 1
+	make_user alice
+	ALICE=$alice
+	pki_user_cert "$ALICE" users --cn "$ALICE" --o dev --o ops &&
+		pki_token_init "$ALICE" "$PIN" &&
+		pki_token_import "$ALICE" "$PIN" "$ALICE" kube 01 || return 1
+	chmod 0600 "$PKI_DIR/issuer.pin"
+	ETC=$KH_TMP/etc
+	CONF=$ETC/kubehsm.conf
+	pki_policy "$CONF" "$HOST" "polkit=${PAM_POLKIT_MODE:-off}"
+}
+
+# pam_service FILE: auth + session through the module, pam_permit after.
+pam_service() {
+	{
+		echo "auth     required $PAM_KUBEHSM config=$CONF"
+		echo "account  required pam_permit.so"
+		echo "session  required $PAM_KUBEHSM config=$CONF"
+		echo "session  required pam_permit.so"
+	} >"$1"
+}
+
+# The user's cached record as the user reads it, as one JSON object (the
+# header's fields and the PEM texts: tests/harness/record.py), or "".
+pam_record() {
+	as_user "$1" sh -c 'id=$(keyctl search @u user kubehsm:session:v1 2>/dev/null) &&
+		keyctl pipe "$id"' 2>/dev/null | python3 "$KH_SRCDIR/tests/harness/record.py" json
+}
