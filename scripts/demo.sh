@@ -88,6 +88,7 @@ K127=/usr/lib/google-cloud-sdk/bin/kubectl.1.27
 
 . "$top/tests/harness/users.sh"
 . "$top/tests/harness/pki.sh"
+. "$top/tests/harness/pamsvc.sh"
 . "$top/tests/harness/kubeapi.sh"
 
 indent() { sed 's/^/    /'; }
@@ -157,12 +158,7 @@ step "an issuer PIN file readable by others is rejected, naming the file" loose_
 SVC=kubehsm-demo-$$
 pam_setup() {
 	on_exit "rm -f /etc/pam.d/$SVC"
-	cat >"/etc/pam.d/$SVC" <<PAM
-auth     required $PAM_KUBEHSM config=$CONF
-account  required pam_permit.so
-session  optional pam_keyinit.so force revoke
-session  required $PAM_KUBEHSM config=$CONF
-PAM
+	pam_service_file "/etc/pam.d/$SVC" --keyinit "config=$CONF"
 	indent <"/etc/pam.d/$SVC"
 }
 step "install the PAM service /etc/pam.d/$SVC (pam_keyinit, then pam_kubehsm)" pam_setup

@@ -1,6 +1,6 @@
 # tests/integration/: TAP shell scripts against real parts, one folder per
 # component.  Each folder's local.mk lists its tests and what they ship.
-EXTRA_DIST += tests/harness/tap.sh
+EXTRA_DIST += tests/harness/tap.sh tests/harness/pamsvc.sh
 include tests/integration/conf/local.mk
 include tests/integration/cache/local.mk
 include tests/integration/token/local.mk

@@ -19,6 +19,7 @@ set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
 . "$KH_SRCDIR/tests/harness/pki.sh"
+. "$KH_SRCDIR/tests/harness/pamsvc.sh"
 . "$KH_SRCDIR/tests/harness/kubeapi.sh"
 
 need_root
@@ -102,12 +103,7 @@ CONF=$KH_TMP/etc/kubehsm.conf
 pki_policy "$CONF" "$HOST" || { echo "Bail out! policy"; exit 1; }
 SVC=kubehsm-clients-$$
 on_exit "rm -f /etc/pam.d/$SVC"
-cat >"/etc/pam.d/$SVC" <<PAM
-auth     required $PAM_KUBEHSM config=$CONF
-account  required pam_permit.so
-session  optional pam_keyinit.so force revoke
-session  required $PAM_KUBEHSM config=$CONF
-PAM
+pam_service_file "/etc/pam.d/$SVC" --keyinit "config=$CONF"
 
 # --- the client CA bundle and two endpoints --------------------------------
 BUNDLE=$KH_TMP/client-ca-bundle.pem

@@ -8,6 +8,7 @@ set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
 . "$KH_SRCDIR/tests/harness/pki.sh"
+. "$KH_SRCDIR/tests/harness/pamsvc.sh"
 
 need_root
 need_cmd pamtester softhsm2-util pkcs11-tool openssl keyctl jq setpriv timeout
@@ -72,15 +73,10 @@ SHIMLOG=$KH_TMP/shim.log
 SVC=kubehsm-test-$$
 SVCFILE=/etc/pam.d/$SVC
 on_exit "rm -f '$SVCFILE' /etc/pam.d/$SVC-*"
-# service NAME AUTH-ARGS...: a service using the module for auth and session.
+# service NAME MODULE-ARGS...: a service using the module for auth and session.
 service() {
-	local f=/etc/pam.d/$1; shift
-	{
-		echo "auth     required $PAM_KUBEHSM $*"
-		echo "account  required pam_permit.so"
-		echo "session  required $PAM_KUBEHSM $*"
-		echo "session  required pam_permit.so"
-	} >"$f"
+	local name=$1; shift
+	pam_service_file "/etc/pam.d/$name" "$@"
 }
 service "$SVC" "config=$CONF"
 service "$SVC-shim" "config=$SHIMCONF"

@@ -2,6 +2,7 @@
 # valgrind tests (source after tap.sh, users.sh, pki.sh): a host issuer
 # token, a users CA, one user ($ALICE) with a token, and a root-owned policy
 # $CONF (polkit mode from $PAM_POLKIT_MODE, default off).
+. "$KH_SRCDIR/tests/harness/pamsvc.sh"
 PIN=4711
 ISSUER_PIN=987654
 HOST=khhost$$
@@ -20,14 +21,9 @@ pam_common_setup() {
 	pki_policy "$CONF" "$HOST" "polkit=${PAM_POLKIT_MODE:-off}"
 }
 
-# pam_service FILE: auth + session through the module, pam_permit after.
+# pam_service FILE: auth + session through the module with $CONF.
 pam_service() {
-	{
-		echo "auth     required $PAM_KUBEHSM config=$CONF"
-		echo "account  required pam_permit.so"
-		echo "session  required $PAM_KUBEHSM config=$CONF"
-		echo "session  required pam_permit.so"
-	} >"$1"
+	pam_service_file "$1" "config=$CONF"
 }
 
 # The user's cached record as the user reads it, as one JSON object (the

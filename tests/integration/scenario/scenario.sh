@@ -14,6 +14,7 @@ set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
 . "$KH_SRCDIR/tests/harness/pki.sh"
+. "$KH_SRCDIR/tests/harness/pamsvc.sh"
 . "$KH_SRCDIR/tests/harness/kubeapi.sh"
 
 need_root
@@ -68,12 +69,7 @@ pki_policy "$CONF" "$HOST" || { echo "Bail out! policy"; exit 1; }
 
 SVC=kubehsm-scenario-$$
 on_exit "rm -f /etc/pam.d/$SVC"
-cat >"/etc/pam.d/$SVC" <<PAM
-auth     required $PAM_KUBEHSM config=$CONF
-account  required pam_permit.so
-session  optional pam_keyinit.so force revoke
-session  required $PAM_KUBEHSM config=$CONF
-PAM
+pam_service_file "/etc/pam.d/$SVC" --keyinit "config=$CONF"
 
 kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
 
