@@ -279,7 +279,7 @@ run as_user "$bob" env KUBERNETES_EXEC_INFO="$GOOD" "$KUBEHSM" exec
 like "$out" '"kind":"ExecCredential"' "control: bob's unforged record is served" || diag "$err"
 forge_payload() {   # forge_payload NAME PERM PYTHON-EXPR-ON-r [OWNER]
 	local name=$1 perm=$2 expr=$3 owner=${4:-$B}
-	python3 - "$KH_TMP/bob.json" "$KH_TMP/forged.json" "$expr" "$KH_SRCDIR/tests/lib" <<'PY' || { fail "record: $name: python"; return 1; }
+	python3 - "$KH_TMP/bob.json" "$KH_TMP/forged.json" "$expr" "$KH_SRCDIR/tests/harness" <<'PY' || { fail "record: $name: python"; return 1; }
 import json, sys, time
 sys.path.insert(0, sys.argv[4])
 import record
