@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""bench/report.py BENCHDIR — turn bench/results/ into summary.{json,csv},
-latency.dat (for latency.gp) and RESULTS.md.  Called by bench/run.sh."""
+"""bench/report.py BENCHDIR RESDIR — turn the raw data in RESDIR (outside the
+source tree, see bench/run.sh) into RESDIR/summary.{json,csv},
+RESDIR/latency.dat (for latency.gp) and BENCHDIR/RESULTS.md.  Called by
+bench/run.sh."""
 import csv, glob, json, os, re, statistics, sys
 from collections import defaultdict
 
-bench = sys.argv[1]
-res = os.path.join(bench, "results")
+bench, res = sys.argv[1], sys.argv[2]
 raw = os.path.join(res, "raw")
 machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(res, "machine.txt")) if "=" in l)
 
@@ -211,8 +212,9 @@ out.append("|---|---|---|---|---|")
 for k, v in c.items():
     out.append(f"| {k} | {v['runs']} | {v['median_ms']:.2f} | {v['min_ms']:.2f} | {v['max_ms']:.2f} |")
 out.append("\n![exec plugin latency](latency.png)\n")
-out.append("Raw data: `bench/results/` (hyperfine JSON per round in `raw/`, `rss.csv`, `load.csv`, "
-           "`keyring.csv`, `breakdown.csv`, `summary.json`, `summary.csv`, `commands.csv`).")
+out.append(f"Raw data (not in the repository): `{res}/` (hyperfine JSON per round in `raw/`, `rss.csv`, "
+           "`load.csv`, `keyring.csv`, `breakdown.csv`, `summary.json`, `summary.csv`, `commands.csv`, "
+           "`latency.dat`).")
 # Keep the kubehsm-relayd section bench/relay_report.py wrote (its own run).
 path = os.path.join(bench, "RESULTS.md")
 prev = open(path).read() if os.path.exists(path) else ""

@@ -14,9 +14,11 @@
 #                     tests/probes/token_probe; the two probes are built if missing)
 #                     default: an out-of-tree build in /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP / BENCH_LOAD_N   override the mode
+#   BENCH_OUT=DIR     raw data (default /var/tmp/kubehsm-bench): DIR/main/
 #
-# Results: bench/results/ (raw hyperfine JSON, CSV, summary.json),
-# bench/RESULTS.md and bench/latency.png.  Everything the run creates
+# Results: bench/RESULTS.md and bench/latency.png (committed); the raw data
+# (hyperfine JSON, CSV, summary.json, latency.dat) in $BENCH_OUT/main/,
+# outside the source tree.  Everything the run creates
 # (users, tokens, nginx, /etc/pam.d files, keys) is removed on exit.
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -88,9 +90,9 @@ PROBE=$KH_BUILDDIR/tests/probes/cache_probe
 TPROBE=$KH_BUILDDIR/tests/probes/token_probe
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null || true
 
-RES=$BENCH/results
+RES=${BENCH_OUT:-/var/tmp/kubehsm-bench}/main
 RAW=$RES/raw
-rm -rf "$RAW"; mkdir -p "$RAW"
+rm -rf "$RES"; mkdir -p "$RAW" || { echo "bench: cannot create $RAW" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 
@@ -398,7 +400,7 @@ echo "exec_credential_bytes=$EXEC_BYTES" >>"$RES/machine.txt"
 echo "sign_response_bytes=$(wc -c <"$KH_TMP/signresp.json")" >>"$RES/machine.txt"
 
 # --- the report ---------------------------------------------------------------------------
-/usr/bin/python3 "$BENCH/report.py" "$BENCH" || die "report"
+/usr/bin/python3 "$BENCH/report.py" "$BENCH" "$RES" || die "report"
 gnuplot -e "datafile='$RES/latency.dat'; outfile='$BENCH/latency.png'" "$BENCH/latency.gp" ||
 	die "gnuplot"
 log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/"
