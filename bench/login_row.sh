@@ -159,33 +159,36 @@ in_cond() {   # in_cond nopolkit|polkit CMD...
 }
 CONDS=(nopolkit polkit)
 
-# Each module logs in under each condition; in both, the record is stored and
-# revoked; kubehsm reaches the bus (or finds none) as the condition says.
+# Each module logs in under each condition, and the two that mint store a
+# record (add_key, then the user's KEYCTL_LINK) and end it at close_session
+# (KEYCTL_INVALIDATE or REVOKE), as strace sees them; pam_kubehsm's polkit
+# client finds no bus, or connects to it, as the condition says.  (A login
+# left open here would leave pam_kubehsm's login count up, and every login
+# measured after it would keep the record at close instead of revoking it.)
 check_login() {   # check_login COND MODULE
-	local cond=$1 m=$2 out
-	out=$(in_cond "$cond" sh -c "$(login_cmd "$m")" 2>&1) ||
-		die "$m login under $cond: $out"
+	local cond=$1 m=$2 f=$OUT/strace/check-$2-$1.txt desc serial
+	in_cond "$cond" strace -f -qq -e trace=add_key,keyctl,connect -o "$f" \
+		sh -c "$(login_cmd "$m")" >"$KH_TMP/check.out" 2>&1 ||
+		die "$m login under $cond: $(cat "$KH_TMP/check.out")"
+	case $m in
+	kubehsm) desc=kubehsm:session:v1 ;;
+	floor) desc=kubehsm-floor:session:v1 ;;
+	*) return 0 ;;
+	esac
+	serial=$(sed -n "s/.*add_key(\"user\", \"$desc\".* = \([0-9][0-9]*\)\$/\1/p" "$f" | tail -n 1)
+	[ -n "$serial" ] || die "$m under $cond: no add_key of $desc (strace: $f)"
+	grep -Eq "keyctl\(KEYCTL_LINK, $serial, .*\) = 0\$" "$f" ||
+		die "$m under $cond: record $serial not linked into the user's keyring (strace: $f)"
+	grep -Eq "keyctl\(KEYCTL_(INVALIDATE|REVOKE), $serial\) = 0\$" "$f" ||
+		die "$m under $cond: record $serial not ended at close_session (strace: $f)"
 }
 for cond in "${CONDS[@]}"; do
 	for m in "${MODULES[@]}"; do check_login "$cond" "$m"; done
-	# Without close_session the record stays: both modules that mint must leave one.
-	for m in kubehsm floor; do
-		desc=$([ $m = kubehsm ] && echo kubehsm:session:v1 || echo kubehsm-floor:session:v1)
-		out=$(in_cond "$cond" sh -c "pamtester ${SVC[$m]} $U authenticate open_session <$KH_TMP/pin" 2>&1) ||
-			die "$m auth+open under $cond: $out"
-		as_user "$U" keyctl search @u user "$desc" >/dev/null 2>&1 ||
-			die "$m under $cond stored no record ($desc) in the user's keyring"
-		as_user "$U" sh -c "keyctl invalidate \$(keyctl search @u user $desc)" >/dev/null 2>&1
-	done
-	# Where kubehsm's polkit client connected.
-	in_cond "$cond" strace -f -qq -e trace=connect -o "$OUT/strace/connect-$cond.txt" \
-		sh -c "$(login_cmd kubehsm)" >/dev/null 2>&1 || die "strace of a kubehsm login under $cond"
-	bus=$(grep -c 'system_bus_socket.*= 0$' "$OUT/strace/connect-$cond.txt")
-	enoent=$(grep -c 'system_bus_socket.*ENOENT' "$OUT/strace/connect-$cond.txt")
+	f=$OUT/strace/check-kubehsm-$cond.txt
+	bus=$(grep -c 'system_bus_socket.*= 0$' "$f")
+	enoent=$(grep -c 'system_bus_socket.*ENOENT' "$f")
 	echo "connect_bus_$cond=ok:$bus,enoent:$enoent" >>"$OUT/machine.txt"
-	if [ "$cond" = polkit ] && [ "$bus" = 0 ]; then
-		log "warning: under 'polkit' pam_kubehsm did not connect to the system bus"
-	fi
+	[ "$cond" = polkit ] && [ "$bus" = 0 ] && die "under 'polkit' pam_kubehsm did not reach the system bus"
 	[ "$cond" = nopolkit ] && [ "$bus" != 0 ] && die "under 'nopolkit' a system bus answered"
 done
 
