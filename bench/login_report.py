@@ -135,7 +135,9 @@ if cols:
     for key, label in STEPS + [(k, k) for k in extra]:
         if not any(key in l for c in cols for l in logins[c].values()):
             continue
-        bd_rows.append([label] + [f"{med([l.get(key, 0) for l in logins[c].values()]) / 1e3:.2f}" for c in cols])
+        # "–": the module never ran that step (a step absent from some logins counts 0 there)
+        bd_rows.append([label] + [f"{med([l.get(key, 0) for l in logins[c].values()]) / 1e3:.2f}"
+                                  if any(key in l for l in logins[c].values()) else "–" for c in cols])
     in_mod = {c: med([l["in_module"] for l in logins[c].values()]) / 1e3 for c in cols}
     steps_sum = {c: med([sum(v for k, v in l.items() if k != "in_module" and not k.startswith("phase_"))
                          for l in logins[c].values()]) / 1e3 for c in cols}
