@@ -18,17 +18,23 @@ LABEL = {"kubehsm": "pam_kubehsm", "pam_p11": "pam_p11", "floor": "pam_floor"}
 summary = {"machine": machine, "commands": {}, "targets": [], "syscalls": {}, "breakdown": {}}
 
 
+cpu_rounds = {}   # cond -> [{module: user+system s, hyperfine's mean of the round}]
+
+
 def load(cond):
     """{module: [times, s]} pooled, and [{module: median}] per round."""
     pooled, rounds = defaultdict(list), []
+    cpu_rounds[cond] = []
     files = sorted(glob.glob(os.path.join(raw, f"login-{cond}.r*.json")),
                    key=lambda f: int(re.search(r"\.r(\d+)\.json$", f).group(1)))
     for f in files:
-        rnd = {}
+        rnd, cpu = {}, {}
         for r in json.load(open(f))["results"]:
             pooled[r["command"]].extend(r["times"])
             rnd[r["command"]] = med(r["times"])
+            cpu[r["command"]] = r["user"] + r["system"]
         rounds.append(rnd)
+        cpu_rounds[cond].append(cpu)
     return pooled, rounds
 
 
@@ -58,6 +64,23 @@ for cond, cdesc in CONDS:
                                    "round_min": min(per), "round_max": max(per),
                                    "target": target, "met": met,
                                    "median_ms_a": med(pooled[a]) * 1e3, "median_ms_b": med(pooled[b]) * 1e3})
+
+# CPU time (user + system of every process of the login): what contention
+# for the CPUs does not stretch, unlike the wall time.
+cpu_rows = []
+for cond, cdesc in CONDS:
+    cr = cpu_rounds.get(cond, [])
+    for a, b, what in (("kubehsm", "pam_p11", "pam_kubehsm ÷ pam_p11"), ("kubehsm", "floor", "pam_kubehsm ÷ floor"),
+                       ("floor", "pam_p11", "floor ÷ pam_p11")):
+        pr = [x[a] / x[b] for x in cr if a in x and b in x and x[b] > 0]
+        if not pr:
+            continue
+        ma, mb = med([x[a] for x in cr if a in x]), med([x[b] for x in cr if b in x])
+        cpu_rows.append((f"{what}, {cdesc}", f"{ma / mb:.2f}", f"{min(pr):.2f}–{max(pr):.2f}",
+                         f"{ma * 1e3:.2f} ms vs {mb * 1e3:.2f} ms"))
+        summary["targets"].append({"condition": cond, "cpu_ratio_of": f"{a}/{b}", "ratio": ma / mb,
+                                   "round_min": min(pr), "round_max": max(pr),
+                                   "cpu_ms_a": ma * 1e3, "cpu_ms_b": mb * 1e3})
 
 # ---- syscalls ---------------------------------------------------------------------------
 
@@ -180,6 +203,11 @@ o = [BEGIN, "## Login: pam_kubehsm, pam_p11 and the floor module (issues #8, #24
      "min–max = the spread of the per-round ratios.", "",
      "| ratio | measured | round min–max | target | met? | medians |", "|---|---|---|---|---|---|"]
 o += ["| " + " | ".join(r) + " |" for r in rows]
+if cpu_rows:
+    o += ["", "CPU time of the same runs (user + system of every process of the login, hyperfine's "
+          "mean per round; medians of the rounds) — what contention for the CPUs does not stretch:", "",
+          "| ratio | CPU time | round min–max | medians |", "|---|---|---|---|"]
+    o += ["| " + " | ".join(r) + " |" for r in cpu_rows]
 o += ["", f"### System calls per login (`strace -c -f`, median of {m.get('strace_logins')} logins, "
       "the starting shell's subtracted)", "",
       "| module | " + " | ".join(d for _, d in CONDS) + " |", "|---|" + "---|" * len(CONDS)]
