@@ -212,6 +212,11 @@ o += ["", f"### System calls per login (`strace -c -f`, median of {m.get('strace
       "the starting shell's subtracted)", "",
       "| module | " + " | ".join(d for _, d in CONDS) + " |", "|---|" + "---|" * len(CONDS)]
 o += ["| " + " | ".join(r) + " |" for r in sys_rows]
+o += ["", "pam_p11 looks at the tokens in slot order until it finds the user's certificate; SoftHSM's "
+      "slot order is random from run to run (its token directories' names).  This run: "
+      + ("the user's token first." if m.get("first_slot") == "user" else
+         "the issuer's token first, so pam_p11 also searched it (a few hundred system calls more "
+         "than with the user's first).")]
 o += ["", "### Breakdown, from the modules themselves (ms, medians)", "",
       "Each module's entry points time their own steps when its service line carries the option "
       "`timing=FILE` (specification: `bench/TIMING.md`); those logins run apart from the timed ones "

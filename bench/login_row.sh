@@ -111,6 +111,11 @@ U=$bench
 UHOME=$(getent passwd "$U" | cut -d: -f6)
 pki_user_cert "$U" users --cn "$U" --o dev --o ops && pki_token_init "$U" "$PIN" &&
 	pki_token_import "$U" "$PIN" "$U" kube 01 || die "user token"
+# SoftHSM's slot order follows its token directories' random names: pam_p11
+# looks at every token in slot order until it finds the user's certificate,
+# so it does more when the issuer's token comes first.  Recorded, not fixed.
+first=$(pki_p11tool -L 2>/dev/null | sed -n 's/^ *token label *: *//p' | head -n 1)
+echo "first_slot=$([ "$first" = "$U" ] && echo user || echo issuer)" >>"$OUT/machine.txt"
 CONF=$KH_TMP/etc/kubehsm.conf
 pki_policy "$CONF" "$HOST" polkit=if-available || die "policy"
 printf '%s\n' "$PIN" >"$KH_TMP/pin"; chmod 0600 "$KH_TMP/pin"
