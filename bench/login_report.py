@@ -214,7 +214,8 @@ o += ["", f"### System calls per login (`strace -c -f`, median of {m.get('strace
 o += ["| " + " | ".join(r) + " |" for r in sys_rows]
 o += ["", "pam_p11 looks at the tokens in slot order until it finds the user's certificate; SoftHSM's "
       "slot order is random from run to run (its token directories' names).  This run: "
-      + ("the user's token first." if m.get("first_slot") == "user" else
+      + ("not recorded." if "first_slot" not in m else
+         "the user's token first." if m.get("first_slot") == "user" else
          "the issuer's token first, so pam_p11 also searched it (a few hundred system calls more "
          "than with the user's first).")]
 o += ["", "### Breakdown, from the modules themselves (ms, medians)", "",

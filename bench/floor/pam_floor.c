@@ -231,7 +231,7 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 struct p11 {
 	void *dl;
 	CK_FUNCTION_LIST_PTR f;
-	bool initialized;
+	bool initialized;       /* by us: C_Finalize at the end */
 };
 
 static int
@@ -239,14 +239,20 @@ p11_load(struct p11 *p, const char *path)
 {
 	CK_C_GetFunctionList get;
 	CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
+	CK_RV rv;
 
 	p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (p->dl == NULL)
 		return -1;
 	get = (CK_C_GetFunctionList)dlsym(p->dl, "C_GetFunctionList");
-	if (get == NULL || get(&p->f) != CKR_OK || p->f->C_Initialize(&args) != CKR_OK)
+	if (get == NULL || get(&p->f) != CKR_OK)
 		return -1;
-	p->initialized = true;
+	/* Another module of the host may have initialised it: then it is
+	 * theirs to finalise. */
+	rv = p->f->C_Initialize(&args);
+	if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED)
+		return -1;
+	p->initialized = rv == CKR_OK;
 	return 0;
 }
 
@@ -274,7 +280,8 @@ label_is(const CK_UTF8CHAR label[32], const char *want)
 	return true;
 }
 
-/* The slot of the initialised token labelled LABEL; its flags in *flags. */
+/* The slot of the initialised token labelled LABEL (among the first
+ * MAX_SLOTS: enough for a benchmark); its flags in *flags. */
 static CK_RV
 p11_find_token(struct p11 *p, const char *label, CK_SLOT_ID *slot, CK_FLAGS *flags)
 {
