@@ -430,7 +430,7 @@ static int
 keyctl_as_user(int op, key_serial_t key, uid_t uid, gid_t gid)
 {
 	sigset_t all, old;
-	int status;
+	int status, e;
 	pid_t pid;
 
 	sigfillset(&all);
@@ -449,14 +449,15 @@ keyctl_as_user(int op, key_serial_t key, uid_t uid, gid_t gid)
 			r = syscall(SYS_keyctl, KEYCTL_INVALIDATE, key);
 		_exit(r == 0 ? 0 : errno < 120 ? errno : 121);
 	}
+	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
-		return errno;
+		return e;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return errno;
 	if (!WIFEXITED(status))
-		return EINTR;
+		return ECHILD;          /* killed: nothing known about the keyring */
 	return WEXITSTATUS(status) == 120 ? EPERM : WEXITSTATUS(status);
 }
 
