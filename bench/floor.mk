@@ -3,7 +3,8 @@
 OUT ?= .
 CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
-PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen
+PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
+	$(OUT)/pam_floor.so
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
@@ -16,6 +17,10 @@ $(OUT)/ssl_floor: floor/ssl_floor.c
 	$(CC) $(CFLAGS) $$(pkg-config --cflags libcrypto) -o $@ $< $$(pkg-config --libs libcrypto)
 $(OUT)/p11_floor: floor/p11_floor.c
 	$(CC) $(CFLAGS) $$(pkg-config --cflags libp11 libcrypto) -o $@ $< $$(pkg-config --libs libp11 libcrypto)
+# The login floor: a PAM module (raw PKCS#11 through p11-kit's header only).
+$(OUT)/pam_floor.so: floor/pam_floor.c
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-z,defs $$(pkg-config --cflags p11-kit-1 libcrypto) \
+		-o $@ $< $$(pkg-config --libs libcrypto libkeyutils) -lpam -ldl
 clean:
 	rm -f $(PROGS)
 .PHONY: all clean

@@ -17,7 +17,8 @@
 # It reuses the test harness (tests/integration/logins/logins_common.sh: a private
 # mount namespace, CA, issuer token, the PAM stacks) and tests/harness/polkit.sh
 # (polkitd on the system bus).  KH_BUILDDIR: an existing build (default:
-# ./build).  Results: bench/results/login/summary.txt.
+# ./build).  Results: ${BENCH_OUT:-/var/tmp/kubehsm-bench}/kubehsm-login/summary.txt,
+# outside the source tree.
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export KH_SRCDIR=${KH_SRCDIR:-$(dirname "$BENCH")}
@@ -53,7 +54,7 @@ on_exit "kill $! 2>/dev/null"
 for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
 chown "$alice" "$SOCK"
 
-OUT=$KH_SRCDIR/bench/results/login
+OUT=${BENCH_OUT:-/var/tmp/kubehsm-bench}/kubehsm-login
 mkdir -p "$OUT"
 /usr/bin/python3 "$BENCH/login_time.py" --rounds "$BENCH_ROUNDS" --pin "$PIN" \
 	--user "$alice" --service kh-bench-login --socket "$SOCK" \

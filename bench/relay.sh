@@ -21,8 +21,9 @@
 #                     are built if missing); default /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP   override the mode
 #
-# Results: bench/results/relay/ (raw hyperfine JSON, CSVs, summary.json) and
-# the relay section of bench/RESULTS.md.  Everything it creates goes at exit.
+# Results: the relay section of bench/RESULTS.md; the raw data (hyperfine
+# JSON, CSVs, summary.json) in ${BENCH_OUT:-/var/tmp/kubehsm-bench}/relay/,
+# outside the source tree.  Everything it creates goes at exit.
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(dirname "$BENCH")
@@ -73,7 +74,7 @@ fi
 . "$SRC/tests/harness/relay.sh"
 trap 'exit 130' INT TERM HUP
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" 2>/dev/null || true
-RES=$BENCH/results/relay
+RES=${BENCH_OUT:-/var/tmp/kubehsm-bench}/relay
 RAW=$RES/raw
 rm -rf "$RES"; mkdir -p "$RAW"
 log() { echo "bench: $*" >&2; }
@@ -255,5 +256,5 @@ awk '/^VmHWM:/{print "peak," 0 "," $2}' "/proc/$RELAY_PID/status" >>"$RES/rss.cs
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/machine.txt"
 echo "relay_sessions=$(relay_ctl list | wc -l)" >>"$RES/machine.txt"
 relay_stop
-/usr/bin/python3 "$BENCH/relay_report.py" "$BENCH" || die "report"
+/usr/bin/python3 "$BENCH/relay_report.py" "$BENCH" "$RES" || die "report"
 log "done: $BENCH/RESULTS.md (relay section), $RES/"

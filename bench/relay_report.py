@@ -1,13 +1,13 @@
 #!/usr/bin/python3
-"""bench/relay_report.py BENCHDIR — turn bench/results/relay/ into
-summary.json and the kubehsm-relayd section of RESULTS.md (between the
-relay markers, which bench/report.py keeps when it rewrites the file).
-Called by bench/relay.sh."""
+"""bench/relay_report.py BENCHDIR RESDIR — turn the raw data in RESDIR
+(outside the source tree, see bench/relay.sh) into RESDIR/summary.json and
+the kubehsm-relayd section of BENCHDIR/RESULTS.md (between the relay
+markers, which bench/report.py keeps when it rewrites the file).  Called by
+bench/relay.sh."""
 import csv, glob, json, os, re, statistics, sys
 from collections import defaultdict
 
-bench = sys.argv[1]
-res = os.path.join(bench, "results", "relay")
+bench, res = sys.argv[1], sys.argv[2]
 raw = os.path.join(res, "raw")
 machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(res, "machine.txt")) if "=" in l)
 med = statistics.median

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""bench/report.py BENCHDIR — turn bench/results/ into summary.{json,csv},
-latency.dat (for latency.gp) and RESULTS.md.  Called by bench/run.sh."""
+"""bench/report.py BENCHDIR RESDIR — turn the raw data in RESDIR (outside the
+source tree, see bench/run.sh) into RESDIR/summary.{json,csv},
+RESDIR/latency.dat (for latency.gp) and BENCHDIR/RESULTS.md.  Called by
+bench/run.sh."""
 import csv, glob, json, os, re, statistics, sys
 from collections import defaultdict
 
-bench = sys.argv[1]
-res = os.path.join(bench, "results")
+bench, res = sys.argv[1], sys.argv[2]
 raw = os.path.join(res, "raw")
 machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(res, "machine.txt")) if "=" in l)
 
@@ -66,7 +67,7 @@ def plain(what, value, target, met, note=""):
     summary["targets"].append({"target": what, "value": value, "target_value": target, "met": met, "note": note})
 
 
-for n in ("exec", "kubectl", "sign", "signtoken", "login", "keyring"):
+for n in ("exec", "kubectl", "sign", "signtoken"):
     describe(n)
 
 c = summary["commands"]
@@ -100,10 +101,10 @@ ratio("sign", "ssl-floor", "exec-floor", 1.5, "<=",
 ratio("signtoken", "kubehsm-sign-token", "p11-floor", 1.2, "<=",
       "3c. kubehsm sign --key token (SoftHSM) / libp11 floor",
       f"{fmt('signtoken/kubehsm-sign-token')} vs {fmt('signtoken/p11-floor')}")
-# 4. login
-ratio("login", "pam_kubehsm", "pam_p11", 1.5, "<=",
-      "4. pamtester auth+open+close: pam_kubehsm / pam_p11",
-      f"{fmt('login/pam_kubehsm')} vs {fmt('login/pam_p11')}")
+# 4. login: bench/login_row.sh, its own section of RESULTS.md
+rows.append(("4. login (pamtester auth+open+close): pam_kubehsm / pam_p11 and / floor, "
+             "with and without polkitd", "see below", "", "≤ 1.2 / ≤ 1.1", "",
+             "the login section (bench/login_row.sh), breakdown from the modules themselves"))
 # 5. load
 load_rows = list(csv.DictReader(open(os.path.join(res, "load.csv"))))
 if load_rows:
@@ -131,20 +132,6 @@ if kr:
     rec = max(int(r["record_bytes"] or 0) for r in kr)
     plain("5c. keyring bytes per user (quota qnbytes, max over users)", f"{mx} B ({mx / 1024:.2f} KiB)",
           "≤ 6 KiB", mx <= 6 * 1024, f"record payload {rec} B; keys per user {max(int(r['qnkeys']) for r in kr)}")
-
-# Login breakdown
-bd = defaultdict(list)
-for r in csv.DictReader(open(os.path.join(res, "breakdown.csv"))):
-    bd[r["step"]].append(float(r["ms"]))
-labels = [("user-load", "module load (C_Initialize, slots)"), ("user-find", "find token + certificate"),
-          ("user-validate", "validate certificate (chain, time, KU), map"), ("user-login", "C_Login"),
-          ("user-sign", "challenge: sign on token + verify"), ("mint-issuer-open", "issuer: load + login host token"),
-          ("mint-keygen", "session key generation (EC P-256)"), ("mint-mint", "mint session certificate (issuer signs)")]
-bdrows = [(lbl, f"{med(bd[k]):.2f}", f"{min(bd[k]):.2f}–{max(bd[k]):.2f}", len(bd[k])) for k, lbl in labels if bd.get(k)]
-if "keyring/cache-store" in c and "keyring/floor" in c:
-    d = c["keyring/cache-store"]["median_ms"] - c["keyring/floor"]["median_ms"]
-    bdrows.append(("keyring store (cache_probe store process − exec floor)", f"{d:.2f}", "", c["keyring/cache-store"]["runs"]))
-summary["breakdown"] = {k: {"median_ms": med(v), "runs": len(v)} for k, v in bd.items()}
 
 # Latency data for the plot: each command's runs, sorted (an empirical CDF).
 pooled, _ = load("exec")
@@ -196,28 +183,19 @@ out.append("\nTarget 3's floor is (a), the exec-floor program (one process start
            "built on OpenSSL 3 (the library the design prescribes): `ssl_floor` only loads and "
            "initialises libcrypto and writes the same response, and already costs more than 1.5 exec "
            "floors.\n")
-out.append("## Login breakdown (target 4)\n")
-out.append("The module does not log step timings (its `debug` option logs events, not durations), so "
-           "the steps are timed by the project's probes against the same tokens: `tests/probes/token_probe user` "
-           "and `mint` with `KH_PROBE_TIME=1` (in-process, ms), and the keyring store as a "
-           "`tests/probes/cache_probe store` process less the exec floor.\n")
-out.append("| step | median ms | min–max | runs |")
-out.append("|---|---|---|---|")
-for r in bdrows:
-    out.append("| " + " | ".join(str(x) for x in r) + " |")
 out.append("\n## All commands\n")
 out.append("| comparison/command | runs | median ms | min ms | max ms |")
 out.append("|---|---|---|---|---|")
 for k, v in c.items():
     out.append(f"| {k} | {v['runs']} | {v['median_ms']:.2f} | {v['min_ms']:.2f} | {v['max_ms']:.2f} |")
 out.append("\n![exec plugin latency](latency.png)\n")
-out.append("Raw data: `bench/results/` (hyperfine JSON per round in `raw/`, `rss.csv`, `load.csv`, "
-           "`keyring.csv`, `breakdown.csv`, `summary.json`, `summary.csv`, `commands.csv`).")
-# Keep the kubehsm-relayd section bench/relay_report.py wrote (its own run).
+out.append(f"Raw data (not in the repository): `{res}/` (hyperfine JSON per round in `raw/`, `rss.csv`, "
+           "`load.csv`, `keyring.csv`, `summary.json`, `summary.csv`, `commands.csv`, "
+           "`latency.dat`).")
+# Keep the sections other scripts wrote in their own runs (relay_report.py,
+# login_report.py), between their markers.
 path = os.path.join(bench, "RESULTS.md")
 prev = open(path).read() if os.path.exists(path) else ""
-relay = ""
-if "<!-- relay:begin -->" in prev and "<!-- relay:end -->" in prev:
-    relay = prev[prev.index("<!-- relay:begin -->"):prev.index("<!-- relay:end -->") + 18]
-open(path, "w").write("\n".join(out) + "\n" + ("\n" + relay + "\n" if relay else ""))
+kept = [m.group(0) for m in re.finditer(r"<!-- (\w+):begin -->.*?<!-- \1:end -->", prev, re.S)]
+open(path, "w").write("\n".join(out) + "\n" + "".join("\n" + k + "\n" for k in kept))
 print("\n".join(out[out.index("## Targets\n"):]))

@@ -9,14 +9,20 @@
 # WARMUP warm-ups.  The report pools all runs (medians, min-max) and also
 # gives the ratio of medians of every round, so a noisy round shows.
 #
+# The login row (target 4: pam_kubehsm against pam_p11 and a floor module,
+# with and without polkitd, its breakdown from the modules themselves) is
+# bench/login_row.sh, run last, in its own mount namespace.
+#
 #   KH_BUILDDIR=DIR   use an existing kubehsm build (helper/kubehsm,
 #                     pam/.libs/pam_kubehsm.so, tests/probes/cache_probe,
-#                     tests/probes/token_probe; the two probes are built if missing)
+#                     which is built if missing)
 #                     default: an out-of-tree build in /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP / BENCH_LOAD_N   override the mode
+#   BENCH_OUT=DIR     raw data (default /var/tmp/kubehsm-bench): DIR/main/
 #
-# Results: bench/results/ (raw hyperfine JSON, CSV, summary.json),
-# bench/RESULTS.md and bench/latency.png.  Everything the run creates
+# Results: bench/RESULTS.md and bench/latency.png (committed); the raw data
+# (hyperfine JSON, CSV, summary.json, latency.dat) in $BENCH_OUT/main/,
+# outside the source tree.  Everything the run creates
 # (users, tokens, nginx, /etc/pam.d files, keys) is removed on exit.
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,9 +79,9 @@ if [ -z "${KH_BUILDDIR:-}" ]; then
 	fi
 fi
 export KH_SRCDIR KH_BUILDDIR
-if [ ! -x "$KH_BUILDDIR/tests/probes/cache_probe" ] || [ ! -x "$KH_BUILDDIR/tests/probes/token_probe" ]; then
-	(cd "$KH_BUILDDIR" && make tests/probes/cache_probe tests/probes/token_probe >>make.log 2>&1) ||
-		{ echo "bench: cannot build tests/probes/cache_probe, tests/probes/token_probe in $KH_BUILDDIR" >&2; exit 1; }
+if [ ! -x "$KH_BUILDDIR/tests/probes/cache_probe" ]; then
+	(cd "$KH_BUILDDIR" && make tests/probes/cache_probe >>make.log 2>&1) ||
+		{ echo "bench: cannot build tests/probes/cache_probe in $KH_BUILDDIR" >&2; exit 1; }
 fi
 
 # tap.sh: KH_TMP, on_exit (cleanups run in reverse at exit, even on failure).
@@ -85,12 +91,11 @@ fi
 . "$SRC/tests/harness/kubeapi.sh"
 trap 'exit 130' INT TERM HUP
 PROBE=$KH_BUILDDIR/tests/probes/cache_probe
-TPROBE=$KH_BUILDDIR/tests/probes/token_probe
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null || true
 
-RES=$BENCH/results
+RES=${BENCH_OUT:-/var/tmp/kubehsm-bench}/main
 RAW=$RES/raw
-rm -rf "$RAW"; mkdir -p "$RAW"
+rm -rf "$RES"; mkdir -p "$RAW" || { echo "bench: cannot create $RAW" >&2; exit 1; }
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 
@@ -126,7 +131,6 @@ pki_init && pki_ca users "kh bench users CA" && pki_ca issuerca "kh bench issuer
 chmod 0600 "$PKI_DIR/issuer.pin"
 make_user bench
 U=$bench
-UHOME=$(getent passwd "$U" | cut -d: -f6)
 pki_user_cert "$U" users --cn "$U" --o dev --o ops && pki_token_init "$U" "$PIN" &&
 	pki_token_import "$U" "$PIN" "$U" kube 01 || die "user token"
 pki_token_give "$U" "$U"   # signer.key = token signs on it as the user
@@ -135,28 +139,18 @@ pki_policy "$CONF" "$HOST" cache_pin=true || die "policy"   # for signer.key = t
 export KUBEHSM_CONFIG=$CONF
 printf '%s\n' "$PIN" >"$KH_TMP/pin"; chmod 0600 "$KH_TMP/pin"
 
-SVC=kubehsm-bench-$$ SVC_P11=kubehsm-bench-p11-$$
-on_exit "rm -f /etc/pam.d/$SVC /etc/pam.d/$SVC_P11"
+SVC=kubehsm-bench-$$
+on_exit "rm -f /etc/pam.d/$SVC"
 {
 	echo "auth     required $PAM_KUBEHSM config=$CONF"
 	echo "account  required pam_permit.so"
 	echo "session  required $PAM_KUBEHSM config=$CONF"
 	echo "session  required pam_permit.so"
 } >"/etc/pam.d/$SVC"
-{
-	echo "auth     required $PAM_P11 $PKI_MODULE"
-	echo "account  required pam_permit.so"
-	echo "session  required pam_permit.so"   # pam_p11 0.3 has no session work (its hooks fail)
-} >"/etc/pam.d/$SVC_P11"
-# pam_p11 (0.3): the certificates a user may log in with, in ~/.eid.
-install -d -o "$U" -m 0755 "$UHOME/.eid"
-install -o "$U" -m 0644 "$PKI_DIR/$U.pem" "$UHOME/.eid/authorized_certificates"
 
 # --- a real login seeds the session everything below uses ---------------------------
 pamtester "$SVC" "$U" authenticate open_session <"$KH_TMP/pin" >"$KH_TMP/login.out" 2>&1 ||
 	die "pamtester login through pam_kubehsm: $(cat "$KH_TMP/login.out")"
-pamtester "$SVC_P11" "$U" authenticate open_session close_session <"$KH_TMP/pin" >"$KH_TMP/p11.out" 2>&1 ||
-	die "pamtester through pam_p11: $(cat "$KH_TMP/p11.out")"
 
 # runu USER CMD...: as USER, in a session keyring of theirs, with the env the
 # plugin sees under kubectl.
@@ -321,26 +315,6 @@ measure signtoken "$U" \
 	kubehsm-sign-token "$KUBEHSM sign --key token '$SIGNREQ'" \
 	p11-floor "$FLOOR/p11_floor $PKI_MODULE $U $PIN kube $DIGEST"
 
-# Target 4 breakdown: the module's steps, timed by the project's probes
-# (token_probe with KH_PROBE_TIME=1: module load, token find, certificate
-# validation, C_Login, challenge signature; issuer open, key generation,
-# mint); the keyring store as a cache_probe process less the exec floor.
-log "login breakdown"
-BD=$RES/breakdown.csv
-echo "step,ms" >"$BD"
-for i in $(seq 1 $((ROUNDS * RUNS))); do
-	KH_PROBE_TIME=1 "$TPROBE" user "$U" "$PIN" kube 01 "$PKI_DIR/users.pem" "" cn 2>&1 >/dev/null |
-		awk '/^time / {print "user-" $2 "," $3}' >>"$BD"
-	KH_PROBE_TIME=1 "$TPROBE" mint "pkcs11:token=$HOST;object=issuer" "$PKI_DIR/issuer.pin" \
-		"$PKI_DIR/issuer.pem" "$U" dev,ops 3600 ec-p256 "$KH_TMP/m.pem" "$KH_TMP/m.key" 2>&1 >/dev/null |
-		awk '/^time / {print "mint-" $2 "," $3}' >>"$BD"
-done
-grep -q '^user-login,' "$BD" || log "warning: token_probe gave no step timings: $("$TPROBE" user "$U" "$PIN" kube 01 "$PKI_DIR/users.pem" "" cn 2>&1)"
-make_user kprobe; KSU=$kprobe
-hyperfine -N --style none --warmup "$WARMUP" --runs $((ROUNDS * RUNS)) --export-json "$RAW/keyring.r0.json" \
-	-n cache-store "$PROBE store $(id -u "$KSU") $KSU user 600 --chain $SESS/chain.pem --key $SESS/key.pem --token-cert $PKI_DIR/$U.pem --groups dev,ops" \
-	-n floor "$FLOOR/exec_floor $KH_TMP/execcred.json" >/dev/null || log "warning: keyring store timing failed"
-
 # Target 5: shared-host load, 20 users with sessions.
 log "load: $LOAD_USERS users"
 LU=()
@@ -388,17 +362,17 @@ for ((r = 0; r < LOAD_ROUNDS; r++)); do
 	fi
 done
 
-# Target 4: login through pam_kubehsm vs pam_p11, last (the logins come and go).
-measure login root-shell \
-	pam_kubehsm "pamtester $SVC $U authenticate open_session close_session <$KH_TMP/pin" \
-	pam_p11 "pamtester $SVC_P11 $U authenticate open_session close_session <$KH_TMP/pin"
-
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/machine.txt"
 echo "exec_credential_bytes=$EXEC_BYTES" >>"$RES/machine.txt"
 echo "sign_response_bytes=$(wc -c <"$KH_TMP/signresp.json")" >>"$RES/machine.txt"
 
 # --- the report ---------------------------------------------------------------------------
-/usr/bin/python3 "$BENCH/report.py" "$BENCH" || die "report"
+/usr/bin/python3 "$BENCH/report.py" "$BENCH" "$RES" || die "report"
 gnuplot -e "datafile='$RES/latency.dat'; outfile='$BENCH/latency.png'" "$BENCH/latency.gp" ||
 	die "gnuplot"
-log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/"
+
+# Target 4: the login row, last (the logins come and go): its own script,
+# namespace, users and tokens; it writes the login section of RESULTS.md.
+BENCH_OUT=$(dirname "$RES") bash "$BENCH/login_row.sh" $([ $QUICK = 1 ] && echo --quick) ||
+	die "the login row (bench/login_row.sh)"
+log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/, $(dirname "$RES")/login-row/"

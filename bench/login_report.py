@@ -1,0 +1,255 @@
+#!/usr/bin/python3
+"""bench/login_report.py BENCHDIR OUTDIR — the login row (bench/login_row.sh):
+OUTDIR's raw data (hyperfine JSON, the modules' timing lines, strace -c
+summaries) into OUTDIR/summary.json and the login section of
+BENCHDIR/RESULTS.md (between the login markers, which bench/report.py and
+bench/relay_report.py keep when they rewrite the file)."""
+import glob, json, os, re, statistics, sys
+from collections import defaultdict
+
+bench, out_dir = sys.argv[1], sys.argv[2]
+raw = os.path.join(out_dir, "raw")
+machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out_dir, "machine.txt")) if "=" in l)
+med = statistics.median
+BEGIN, END = "<!-- login:begin -->", "<!-- login:end -->"
+CONDS = [("nopolkit", "no polkitd (no system bus)"), ("polkit", "polkitd running")]
+MODULES = ["kubehsm", "pam_p11", "floor"]
+LABEL = {"kubehsm": "pam_kubehsm", "pam_p11": "pam_p11", "floor": "pam_floor"}
+summary = {"machine": machine, "commands": {}, "targets": [], "syscalls": {}, "breakdown": {}}
+
+
+cpu_rounds = {}   # cond -> [{module: user+system s, hyperfine's mean of the round}]
+
+
+def load(cond):
+    """{module: [times, s]} pooled, and [{module: median}] per round."""
+    pooled, rounds = defaultdict(list), []
+    cpu_rounds[cond] = []
+    files = sorted(glob.glob(os.path.join(raw, f"login-{cond}.r*.json")),
+                   key=lambda f: int(re.search(r"\.r(\d+)\.json$", f).group(1)))
+    for f in files:
+        rnd, cpu = {}, {}
+        for r in json.load(open(f))["results"]:
+            pooled[r["command"]].extend(r["times"])
+            rnd[r["command"]] = med(r["times"])
+            cpu[r["command"]] = r["user"] + r["system"]
+        rounds.append(rnd)
+        cpu_rounds[cond].append(cpu)
+    return pooled, rounds
+
+
+# ---- times and ratios ----------------------------------------------------------------
+walls = {}
+rows = []
+for cond, cdesc in CONDS:
+    pooled, rounds = load(cond)
+    walls[cond] = {m: med(t) for m, t in pooled.items()}
+    for m, t in pooled.items():
+        summary["commands"][f"{cond}/{m}"] = {"runs": len(t), "median_ms": med(t) * 1e3,
+                                              "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
+                                              "rounds": len(rounds)}
+    for a, b, target, what in (("kubehsm", "pam_p11", 1.2, "pam_kubehsm ÷ pam_p11"),
+                               ("kubehsm", "floor", 1.1, "pam_kubehsm ÷ floor"),
+                               ("floor", "pam_p11", None, "floor ÷ pam_p11 (reference)")):
+        if a not in pooled or b not in pooled:
+            continue
+        r = med(pooled[a]) / med(pooled[b])
+        per = [x[a] / x[b] for x in rounds if a in x and b in x and x[b] > 0] or [r]
+        met = None if target is None else r <= target
+        note = f"{med(pooled[a]) * 1e3:.2f} ms vs {med(pooled[b]) * 1e3:.2f} ms, {len(pooled[a])} runs each"
+        rows.append((f"{what}, {cdesc}", f"{r:.2f}", f"{min(per):.2f}–{max(per):.2f}",
+                     "" if target is None else f"≤ {target:g}",
+                     "" if met is None else ("met" if met else "**not met**"), note))
+        summary["targets"].append({"condition": cond, "ratio_of": f"{a}/{b}", "ratio": r,
+                                   "round_min": min(per), "round_max": max(per),
+                                   "target": target, "met": met,
+                                   "median_ms_a": med(pooled[a]) * 1e3, "median_ms_b": med(pooled[b]) * 1e3})
+
+# CPU time (user + system of every process of the login): what contention
+# for the CPUs does not stretch, unlike the wall time.
+cpu_rows = []
+for cond, cdesc in CONDS:
+    cr = cpu_rounds.get(cond, [])
+    for a, b, what in (("kubehsm", "pam_p11", "pam_kubehsm ÷ pam_p11"), ("kubehsm", "floor", "pam_kubehsm ÷ floor"),
+                       ("floor", "pam_p11", "floor ÷ pam_p11")):
+        pr = [x[a] / x[b] for x in cr if a in x and b in x and x[b] > 0]
+        if not pr:
+            continue
+        ma, mb = med([x[a] for x in cr if a in x]), med([x[b] for x in cr if b in x])
+        cpu_rows.append((f"{what}, {cdesc}", f"{ma / mb:.2f}", f"{min(pr):.2f}–{max(pr):.2f}",
+                         f"{ma * 1e3:.2f} ms vs {mb * 1e3:.2f} ms"))
+        summary["targets"].append({"condition": cond, "cpu_ratio_of": f"{a}/{b}", "ratio": ma / mb,
+                                   "round_min": min(pr), "round_max": max(pr),
+                                   "cpu_ms_a": ma * 1e3, "cpu_ms_b": mb * 1e3})
+
+# ---- syscalls ---------------------------------------------------------------------------
+
+
+def strace_total(path):
+    """(calls, errors) of an strace -c summary's total line."""
+    for line in open(path):
+        f = line.split()
+        if f and f[-1] == "total":
+            nums = f[:-1]
+            # % time, seconds, usecs/call, calls[, errors]
+            return int(nums[3]), int(nums[4]) if len(nums) > 4 else 0
+    return None
+
+
+sd = os.path.join(out_dir, "strace")
+shell = [strace_total(p) for p in glob.glob(os.path.join(sd, "shell.*.txt"))]
+shell_calls = med([s[0] for s in shell if s]) if any(shell) else 0
+sys_rows = []
+for m in MODULES:
+    cells = []
+    for cond, _ in CONDS:
+        t = [strace_total(p) for p in glob.glob(os.path.join(sd, f"{m}-{cond}.*.txt"))]
+        t = [x for x in t if x]
+        if not t:
+            cells.append("n/a")
+            continue
+        calls = med([x[0] for x in t]) - shell_calls
+        errs = med([x[1] for x in t])
+        summary["syscalls"][f"{cond}/{m}"] = {"calls": calls, "errors": errs, "logins": len(t),
+                                              "shell_subtracted": shell_calls}
+        cells.append(f"{calls:,.0f} ({errs:,.0f} failed)")
+    sys_rows.append([LABEL[m]] + cells)
+
+# ---- the modules' own breakdown (bench/TIMING.md) -----------------------------------------
+# Lines: kh-timing v1 module=M pid=P phase=PH rc=RC start=US total=US step=US ...
+logins = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))   # (cond, module) -> pid -> step -> µs
+cond = None
+tpath = os.path.join(out_dir, "timing.log")
+bad = 0
+for line in open(tpath) if os.path.exists(tpath) else []:
+    if line.startswith("# cond="):
+        cond = re.match(r"# cond=(\S+)", line).group(1)
+        continue
+    if not line.startswith("kh-timing v1 "):
+        continue
+    kv = dict(x.split("=", 1) for x in line.split()[2:] if "=" in x)
+    mod = {"pam_kubehsm": "kubehsm", "pam_floor": "floor"}.get(kv.pop("module", ""), "?")
+    pid, phase, rc = kv.pop("pid"), kv.pop("phase"), kv.pop("rc")
+    kv.pop("start", None)
+    if rc != "0":
+        bad += 1
+    acc = logins[(cond, mod)][pid]
+    acc["in_module"] += int(kv.pop("total"))
+    acc["phase_" + phase] += 0
+    for k, v in kv.items():
+        acc[k] += int(v)
+
+STEPS = [("user", "user lookup (NSS)"), ("policy", "policy file: read, parse, check modes"),
+         ("p11_load", "PKCS#11 module: load, C_Initialize, slots"),
+         ("find", "find token + certificate"), ("validate", "validate certificate (chain, time, KU), map"),
+         ("conv", "PIN conversation (pamtester: stdin)"), ("login", "C_Login"),
+         ("challenge", "challenge: sign on token + verify"), ("identity", "session identity (groups, PEM)"),
+         ("handoff", "hand-off (pam_set_data, stash put/take)"), ("p11_close", "PKCS#11 close/unload"),
+         ("join", "join check (kubehsm login)"), ("polkit_load", "polkit plugin load (GLib, GIO, libpolkit)"),
+         ("polkit", "polkit check (bus, CheckAuthorization)"), ("issuer", "issuer: PIN file, module, C_Login, key, chain"),
+         ("keygen", "session key generation (EC P-256)"), ("mint", "mint session certificate (issuer signs)"),
+         ("relay", "relay delivery"), ("store", "keyring store"), ("logout", "close_session: logout / revoke")]
+cols = [(c, m) for m in ("kubehsm", "floor") for c, _ in CONDS if logins.get((c, m))]
+bd_rows = []
+if cols:
+    known = {k for k, _ in STEPS}
+    extra = sorted({k for c in cols for l in logins[c].values() for k in l
+                    if k not in known and k != "in_module" and not k.startswith("phase_")})
+    for key, label in STEPS + [(k, k) for k in extra]:
+        if not any(key in l for c in cols for l in logins[c].values()):
+            continue
+        # "–": the module never ran that step (a step absent from some logins counts 0 there)
+        bd_rows.append([label] + [f"{med([l.get(key, 0) for l in logins[c].values()]) / 1e3:.2f}"
+                                  if any(key in l for l in logins[c].values()) else "–" for c in cols])
+    in_mod = {c: med([l["in_module"] for l in logins[c].values()]) / 1e3 for c in cols}
+    steps_sum = {c: med([sum(v for k, v in l.items() if k != "in_module" and not k.startswith("phase_"))
+                         for l in logins[c].values()]) / 1e3 for c in cols}
+    bd_rows.append(["other (inside the entry points, in no step)"] +
+                   [f"{in_mod[c] - steps_sum[c]:.2f}" for c in cols])
+    bd_rows.append(["**inside the module's entry points**"] + [f"**{in_mod[c]:.2f}**" for c in cols])
+    bd_rows.append(["login (pamtester, timed runs, timing off)"] +
+                   [f"{walls.get(c[0], {}).get(c[1], float('nan')) * 1e3:.2f}" for c in cols])
+    bd_rows.append(["outside: process, libpam, loading the PAM module and its libraries, exit"] +
+                   [f"{walls.get(c[0], {}).get(c[1], float('nan')) * 1e3 - in_mod[c]:.2f}" for c in cols])
+    bd_rows.append(["logins"] + [str(len(logins[c])) for c in cols])
+    for c in cols:
+        summary["breakdown"][f"{c[0]}/{c[1]}"] = {
+            "logins": len(logins[c]), "in_module_ms": in_mod[c],
+            "steps_ms": {k: med([l.get(k, 0) for l in logins[c].values()]) / 1e3
+                         for k in {k for l in logins[c].values() for k in l if not k.startswith("phase_")}}}
+summary["breakdown_failed_lines"] = bad
+json.dump(summary, open(os.path.join(out_dir, "summary.json"), "w"), indent=1)
+
+# ---- RESULTS.md's login section ------------------------------------------------------------
+m = machine
+quick = m.get("mode") == "quick"
+o = [BEGIN, "## Login: pam_kubehsm, pam_p11 and the floor module (issues #8, #24)", "",
+     f"Generated by `bench/login_row.sh`" + (" **--quick (few runs: a smoke test, not a measurement)**"
+                                              if quick else "") +
+     f" on {m.get('date')}, commit `{m.get('kubehsm_commit')}`, {m.get('cpu')} × {m.get('nproc')}, "
+     f"loadavg {m.get('loadavg_start')} → {m.get('loadavg_end')}; pam_p11 {m.get('pam_p11')}, "
+     f"SoftHSM {m.get('softhsm')}.", ""]
+try:
+    l0, l1 = (float(m.get(k, "0").split()[0]) for k in ("loadavg_start", "loadavg_end"))
+    ncpu = int(m.get("nproc", "1"))
+except ValueError:
+    l0, l1, ncpu = 0.0, 0.0, 1
+if max(l0, l1) > ncpu:
+    o += [f"**The machine was busy with other work (1-minute load average {l0:g} at the start, "
+          f"{l1:g} at the end, on {ncpu} CPUs): "
+          "absolute times are inflated and the per-round ratios spread; the pooled same-run ratios, "
+          "the CPU-time ratios and the system call counts are the figures to read.**", ""]
+o += ["`pamtester SERVICE USER authenticate open_session close_session`, PIN on stdin, as root, "
+     "through pam_kubehsm (policy as shipped: `polkit.mode` \"if-available\"), Debian's pam_p11 "
+     "(authentication only) and `bench/floor/pam_floor.c` (pam_kubehsm's whole job with raw "
+     "PKCS#11: certificate validation, C_Login, challenge, issuer login and C_Sign, EC key, one "
+     "`add_key` with timeout, chown and setperm, linked by a vfork child as the user, invalidated "
+     "at close), on the same SoftHSM token of the same user.  Conditions: *no polkitd* — no system "
+     "bus at all (an empty `/run/dbus`); *polkitd running* — a system bus at "
+     "`/run/dbus/system_bus_socket` with polkitd and the kubehsm actions.  "
+     f"{m.get('rounds')} rounds × {m.get('runs_per_round')} runs per module and condition "
+     f"(+{m.get('warmup')} warm-ups), one hyperfine invocation per condition and round, conditions "
+     "and modules rotated every round.  Ratio = median of all runs ÷ median of all runs; round "
+     "min–max = the spread of the per-round ratios.", "",
+     "| ratio | measured | round min–max | target | met? | medians |", "|---|---|---|---|---|---|"]
+o += ["| " + " | ".join(r) + " |" for r in rows]
+if cpu_rows:
+    o += ["", "CPU time of the same runs (user + system of every process of the login, hyperfine's "
+          "mean per round; medians of the rounds) — what contention for the CPUs does not stretch:", "",
+          "| ratio | CPU time | round min–max | medians |", "|---|---|---|---|"]
+    o += ["| " + " | ".join(r) + " |" for r in cpu_rows]
+o += ["", f"### System calls per login (`strace -c -f`, median of {m.get('strace_logins')} logins, "
+      "the starting shell's subtracted)", "",
+      "| module | " + " | ".join(d for _, d in CONDS) + " |", "|---|" + "---|" * len(CONDS)]
+o += ["| " + " | ".join(r) + " |" for r in sys_rows]
+o += ["", "pam_p11 looks at the tokens in slot order until it finds the user's certificate; SoftHSM's "
+      "slot order is random from run to run (its token directories' names).  This run: "
+      + ("not recorded." if "first_slot" not in m else
+         "the user's token first." if m.get("first_slot") == "user" else
+         "the issuer's token first, so pam_p11 also searched it (a few hundred system calls more "
+         "than with the user's first).")]
+o += ["", "### Breakdown, from the modules themselves (ms, medians)", "",
+      "Each module's entry points time their own steps when its service line carries the option "
+      "`timing=FILE` (specification: `bench/TIMING.md`); those logins run apart from the timed ones "
+      f"({m.get('runs_per_round')} per module, condition and round).  Steps of the same name in "
+      "auth, open_session and close_session add up.  *Outside* = the timed login's median less "
+      "the time inside the entry points."]
+if m.get("kubehsm_timing") != "1":
+    o += ["", "**pam_kubehsm does not implement the timing hook yet** (it refuses the option): "
+          "only the floor's column is shown until it does."]
+if bd_rows:
+    o += ["", "| step | " + " | ".join(f"{LABEL[mm]}, {dict(CONDS)[c]}" for c, mm in cols) + " |",
+          "|---|" + "---|" * len(cols)]
+    o += ["| " + " | ".join(r) + " |" for r in bd_rows]
+if bad:
+    o += ["", f"({bad} timing lines reported a failing entry point.)"]
+o += ["", f"Raw data (not in the repository): `{out_dir}/` — hyperfine JSON per round in `raw/`, "
+      "`timing.log`, `strace/`, `summary.json`.", "", END]
+path = os.path.join(bench, "RESULTS.md")
+text = open(path).read() if os.path.exists(path) else ""
+if BEGIN in text and END in text:
+    text = text[:text.index(BEGIN)] + "\n".join(o) + text[text.index(END) + len(END):]
+else:
+    text = text.rstrip("\n") + "\n\n" + "\n".join(o) + "\n"
+open(path, "w").write(text)
+print("\n".join(o[o.index("| ratio | measured | round min–max | target | met? | medians |"):-1]))
