@@ -20,8 +20,8 @@
 #include <security/pam_modules.h>
 
 #include "lib/kh_mem.h"
-#include "pam/kh_pam_util.h"
 #include "lib/kh_x509.h"
+#include "pam/kh_pam.h"
 
 #define KH_PAM_MAX_UNIX_GROUPS 65536
 #define KH_PAM_GROUP_BUF_MAX (1u << 20)

@@ -1,14 +1,14 @@
 # pam/: pam_kubehsm.so.  Only the module lands in pammoddir: the .la
 # libtool installs beside it is removed by the install hook.
 pammod_LTLIBRARIES += pam/pam_kubehsm.la
-pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c \
-	pam/kh_pam_auth.c pam/kh_pam_auth.h \
+pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c pam/kh_pam.h \
+	pam/kh_pam_auth.c \
 	pam/kh_pam_session.c \
-	pam/kh_pam_forward.c pam/kh_pam_forward.h \
-	pam/kh_pam_relay.c pam/kh_pam_relay.h \
-	pam/kh_pam_handoff.c pam/kh_pam_handoff.h \
-	pam/kh_pam_polkit.c pam/kh_pam_polkit.h \
-	pam/kh_pam_util.c pam/kh_pam_util.h
+	pam/kh_pam_forward.c \
+	pam/kh_pam_relay.c \
+	pam/kh_pam_handoff.c \
+	pam/kh_pam_polkit.c \
+	pam/kh_pam_util.c
 pam_pam_kubehsm_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKH_POLKIT_PLUGIN='"$(pkglibdir)/kubehsm-polkit.so"'
 pam_pam_kubehsm_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
