@@ -26,7 +26,7 @@
 struct kh_p11;
 struct kh_record;
 
-/* ---- module options (kh_pam_util.c) ----------------------------------- */
+/* ---- module options (kh_pam_options.c) ----------------------------------- */
 
 struct kh_pam_opts {
 	bool use_first_pass;
@@ -47,13 +47,13 @@ struct kh_pam_opts {
 int kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 		      struct kh_pam_opts *opts);
 
-/* ---- the policy (kh_pam_util.c) ----------------------------------------- */
+/* ---- the policy (kh_pam_policy.c) ---------------------------------------- */
 
 /* Load the policy fresh (root-owned file), logging why it fails. */
 struct kh_policy *kh_pam_load_policy(pam_handle_t *pamh,
 				     const struct kh_pam_opts *opts);
 
-/* ---- the account (kh_pam_util.c) ------------------------------------------ */
+/* ---- the account (kh_pam_user.c) ----------------------------------------- */
 
 /* The account PAM_USER names: its canonical name (pw_name, which may differ
  * from what was typed; valid until the next call or pam_end), uid and gid.
@@ -61,7 +61,7 @@ struct kh_policy *kh_pam_load_policy(pam_handle_t *pamh,
 int kh_pam_get_user(pam_handle_t *pamh, const char **user, uid_t *uid,
 		    gid_t *gid);
 
-/* ---- logging (kh_pam_util.c) ------------------------------------------------ */
+/* ---- logging (kh_pam_log.c) ---------------------------------------------- */
 
 /* One syslog line (LOG_AUTHPRIV is the default facility of pam_syslog). */
 void kh_pam_log_fail(pam_handle_t *pamh, const char *user, const char *what,
@@ -69,7 +69,7 @@ void kh_pam_log_fail(pam_handle_t *pamh, const char *user, const char *what,
 void kh_pam_debug(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* ---- the PIN prompt (kh_pam_util.c) ------------------------------------- */
+/* ---- the PIN prompt (kh_pam_prompt.c) ------------------------------------ */
 
 /*
  * Ask the conversation for the token PIN (echo off) with a prompt naming
@@ -77,7 +77,7 @@ void kh_pam_debug(pam_handle_t *pamh, const struct kh_pam_opts *opts,
  */
 int kh_pam_prompt_pin(pam_handle_t *pamh, const char *token_label, char **pin);
 
-/* ---- login state carried from auth to session (kh_pam_util.c) ----------- */
+/* ---- login state carried from auth to session (kh_pam_state.c) ----------- */
 
 /* pam_set_data names. */
 #define KH_PAM_DATA_LOGIN   "kubehsm:login"
@@ -111,22 +111,26 @@ int kh_pam_login_save(pam_handle_t *pamh, struct kh_pam_login *login);
 /* The login state of a successful authenticate, or NULL. */
 const struct kh_pam_login *kh_pam_login_get(pam_handle_t *pamh);
 
-/* ---- kube groups (kh_pam_util.c) ----------------------------------------- */
+/* ---- kube groups (kh_pam_groups.c) --------------------------------------- */
 
 /* The kube groups of a user from identity.groups (cert:, unix:, static:),
  * de-duplicated, in rule order, less those identity.allow_groups/deny_groups
- * refuse (each logged).  Free with kh_x509_strv_free. */
+ * refuse (each logged); at most KH_RECORD_MAX_GROUPS, counted before
+ * allow/deny.  Free with kh_pam_groups_free. */
 int kh_pam_kube_groups(pam_handle_t *pamh, const struct kh_policy *policy, X509 *cert,
 		       const char *user, gid_t gid, char ***groups,
 		       size_t *ngroups, kh_error *err);
 
-/* ---- the auth step (kh_pam_auth.c) ----------------------------------------- */
+/* Free a group list, wiping each name.  NULL is fine. */
+void kh_pam_groups_free(char **groups, size_t ngroups);
+
+/* ---- the auth step (kh_pam_auth.c) --------------------------------------- */
 
 /* Unlock the user's token, validate and map its certificate, prove
  * possession; keep what the session step needs in the handle. */
 int kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts);
 
-/* ---- the session step (kh_pam_session.c) ----------------------------------- */
+/* ---- the session step (kh_pam_session.c) --------------------------------- */
 
 /* PAM environment: `kubehsm login --renew` (honoured with option join). */
 #define KH_RENEW_ENV "KUBEHSM_RENEW"
@@ -137,7 +141,7 @@ int kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts);
 /* Login accounting down; revoke on the uid's last logout (policy). */
 int kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts);
 
-/* ---- the token's module, the bastion's or forwarded (kh_pam_forward.c) ----- */
+/* ---- the token's module, the bastion's or forwarded (kh_pam_forward.c) --- */
 
 /*
  * Which PKCS#11 module holds the user's token: the bastion's own
@@ -156,7 +160,7 @@ struct kh_p11 *kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_
 					const struct kh_policy *policy, const char *user,
 					uid_t uid, gid_t gid, int *forwarded, kh_error *err);
 
-/* ---- auth → session hand-off across processes (kh_pam_handoff.c) ---------- */
+/* ---- auth → session hand-off across processes (kh_pam_handoff.c) --------- */
 
 /*
  * Carry a successful authentication to open_session when the two do not
@@ -196,7 +200,7 @@ int kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l);
  */
 int kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out);
 
-/* ---- polkit, through the kubehsm-polkit plugin (kh_pam_polkit.c) ---------- */
+/* ---- polkit, through the kubehsm-polkit plugin (kh_pam_polkit.c) --------- */
 
 /* kh_polkit_check_login, run in the plugin, which is loaded only when the
  * policy asks polkit at all: 1 allowed, 0 denied, -1 error (also when the
@@ -205,7 +209,7 @@ int kh_pam_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
 			      const struct kh_polkit_login *login,
 			      bool *unreachable, kh_error *err);
 
-/* ---- kubehsm-relayd, the login's side of it (kh_pam_relay.c) -------------- */
+/* ---- kubehsm-relayd, the login's side of it (kh_pam_relay.c) ------------- */
 
 /*
  * session.deliver: open_session hands each freshly minted session to the

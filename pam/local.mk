@@ -8,7 +8,9 @@ pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c pam/kh_pam.h \
 	pam/kh_pam_relay.c \
 	pam/kh_pam_handoff.c \
 	pam/kh_pam_polkit.c \
-	pam/kh_pam_util.c
+	pam/kh_pam_options.c pam/kh_pam_policy.c pam/kh_pam_user.c \
+	pam/kh_pam_log.c pam/kh_pam_prompt.c pam/kh_pam_state.c \
+	pam/kh_pam_groups.c
 pam_pam_kubehsm_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKH_POLKIT_PLUGIN='"$(pkglibdir)/kubehsm-polkit.so"'
 pam_pam_kubehsm_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
