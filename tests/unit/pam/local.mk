@@ -12,6 +12,39 @@ tests_unit_pam_test_polkit_LDADD = pam/libkh-polkit.la $(unit_ldadd)
 check_PROGRAMS += tests/unit/pam/test_fakepam
 TESTS += tests/unit/pam/test_fakepam
 tests_unit_pam_test_fakepam_SOURCES = tests/unit/pam/test_fakepam.c
-tests_unit_pam_test_fakepam_CFLAGS = $(unit_cflags) $(PAM_CFLAGS) -Wno-missing-field-initializers
+tests_unit_pam_test_fakepam_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_fakepam_LDFLAGS = $(fakepam_ldflags)
 tests_unit_pam_test_fakepam_LDADD = tests/fakepam/libfakepam.la $(CMOCKA_LIBS)
+
+# The module itself: its entry points (the object pam_kubehsm.la is built
+# from) and pam/libkh-pam.la, linked with the fake libpam (tests/fakepam)
+# instead of Linux-PAM, and with the layers under pam/ replaced at link
+# time (fakes.c: the token, the keyring cache, the runtime directory, the
+# policy loader's trust in root).  Every other line of pam/ is what ships.
+check_LTLIBRARIES += tests/unit/pam/libpamfakes.la
+tests_unit_pam_libpamfakes_la_SOURCES = tests/unit/pam/fakes.c tests/unit/pam/fakes.h
+tests_unit_pam_libpamfakes_la_CFLAGS = $(unit_cflags) $(PAM_CFLAGS) $(LIBP11_CFLAGS)
+
+pam_unit_wraps = $(fakepam_ldflags) \
+	-Wl,--wrap=kh_pam_open_token_module -Wl,--wrap=kh_p11_find_token \
+	-Wl,--wrap=kh_p11_find_cert -Wl,--wrap=kh_x509_validate \
+	-Wl,--wrap=kh_p11_login -Wl,--wrap=kh_p11_find_key -Wl,--wrap=kh_p11_close \
+	-Wl,--wrap=kh_cache_list -Wl,--wrap=kh_cache_login \
+	-Wl,--wrap=kh_cache_login_count -Wl,--wrap=kh_cache_logout \
+	-Wl,--wrap=kh_rundir_sub -Wl,--wrap=kh_rundir_file -Wl,--wrap=kh_policy_load
+# libfakepam.la after the tree's libraries, which look accounts up too: a
+# static link resolves only from archives after the reference.
+pam_unit_ldadd = pam/pam_kubehsm_la-pam_kubehsm.lo pam/libkh-pam.la \
+	tests/unit/pam/libpamfakes.la $(kh_all_libs) tests/fakepam/libfakepam.la \
+	$(CMOCKA_LIBS) $(CRYPTO_LIBS) $(JANSSON_LIBS) $(LIBP11_LIBS) $(KEYUTILS_LIBS) \
+	$(LIBCONFIG_LIBS)
+# Tables of expected log lines and conversations leave optional fields out.
+pam_unit_cflags = $(unit_cflags) $(PAM_CFLAGS) $(LIBP11_CFLAGS) -Wno-missing-field-initializers
+
+# Module options: every one, bad ones, what is logged.
+check_PROGRAMS += tests/unit/pam/test_options
+TESTS += tests/unit/pam/test_options
+tests_unit_pam_test_options_SOURCES = tests/unit/pam/test_options.c
+tests_unit_pam_test_options_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_options_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_options_LDADD = $(pam_unit_ldadd)
