@@ -48,3 +48,12 @@ tests_unit_pam_test_options_SOURCES = tests/unit/pam/test_options.c
 tests_unit_pam_test_options_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_options_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_options_LDADD = $(pam_unit_ldadd)
+
+# The PIN: the prompt, what a conversation may answer, use_first_pass and
+# try_first_pass with PAM_AUTHTOK, the PIN state before any try.
+check_PROGRAMS += tests/unit/pam/test_prompt
+TESTS += tests/unit/pam/test_prompt
+tests_unit_pam_test_prompt_SOURCES = tests/unit/pam/test_prompt.c
+tests_unit_pam_test_prompt_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_prompt_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_prompt_LDADD = $(pam_unit_ldadd)
