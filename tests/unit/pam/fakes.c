@@ -245,6 +245,10 @@ __wrap_kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
 		       size_t nserials, bool revoke_on_logout, kh_error *err)
 {
 	fake_cache.logouts++;
+	fake_cache.logout_uid = uid;
+	(void)snprintf(fake_cache.logout_user, sizeof(fake_cache.logout_user), "%s", user);
+	if (fake_cache.logout_result < 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "the index is damaged");
 	return fake_cache.logout_result;
 }
 

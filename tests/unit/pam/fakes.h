@@ -63,11 +63,12 @@ struct fake_cache {
 	struct fake_entry entries[FAKE_ENTRIES_MAX];
 	size_t n;
 	bool list_fails;          /* kh_cache_list fails (a keyring error) */
-	int logout_result;        /* what kh_cache_logout answers */
+	int logout_result;        /* what kh_cache_logout answers: 1 the uid's
+				   * session ended, 0 kept, -1 failed */
 	/* What happened: */
 	int lists, counts, logouts;
-	uid_t counted_uid;
-	char counted_user[64];
+	uid_t counted_uid, logout_uid;
+	char counted_user[64], logout_user[64];
 };
 
 extern struct fake_cache fake_cache;

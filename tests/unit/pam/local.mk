@@ -57,3 +57,12 @@ tests_unit_pam_test_prompt_SOURCES = tests/unit/pam/test_prompt.c
 tests_unit_pam_test_prompt_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_prompt_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_prompt_LDADD = $(pam_unit_ldadd)
+
+# The session step up to minting: whose session, the join check of
+# `kubehsm login`, login accounting, close_session.
+check_PROGRAMS += tests/unit/pam/test_session
+TESTS += tests/unit/pam/test_session
+tests_unit_pam_test_session_SOURCES = tests/unit/pam/test_session.c
+tests_unit_pam_test_session_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_session_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_session_LDADD = $(pam_unit_ldadd)
