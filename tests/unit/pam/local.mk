@@ -66,3 +66,12 @@ tests_unit_pam_test_session_SOURCES = tests/unit/pam/test_session.c
 tests_unit_pam_test_session_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_session_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_session_LDADD = $(pam_unit_ldadd)
+
+# PAM_KUBEHSM_HANDOFF: what the session step and setcred accept, the stash
+# behind it.
+check_PROGRAMS += tests/unit/pam/test_handoff
+TESTS += tests/unit/pam/test_handoff
+tests_unit_pam_test_handoff_SOURCES = tests/unit/pam/test_handoff.c
+tests_unit_pam_test_handoff_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_handoff_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_handoff_LDADD = $(pam_unit_ldadd)
