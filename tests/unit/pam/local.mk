@@ -75,3 +75,12 @@ tests_unit_pam_test_handoff_SOURCES = tests/unit/pam/test_handoff.c
 tests_unit_pam_test_handoff_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_handoff_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_handoff_LDADD = $(pam_unit_ldadd)
+
+# Kube groups: cert:, unix: (the fake account database), static:, allow and
+# deny, the KH_RECORD_MAX_GROUPS limit.
+check_PROGRAMS += tests/unit/pam/test_groups
+TESTS += tests/unit/pam/test_groups
+tests_unit_pam_test_groups_SOURCES = tests/unit/pam/test_groups.c
+tests_unit_pam_test_groups_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_groups_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_groups_LDADD = $(pam_unit_ldadd)
