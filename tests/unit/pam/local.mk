@@ -84,3 +84,12 @@ tests_unit_pam_test_groups_SOURCES = tests/unit/pam/test_groups.c
 tests_unit_pam_test_groups_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_groups_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_groups_LDADD = $(pam_unit_ldadd)
+
+# Log lines, the account, the policy, the login state, and a whole login
+# with no secret in any line.
+check_PROGRAMS += tests/unit/pam/test_log
+TESTS += tests/unit/pam/test_log
+tests_unit_pam_test_log_SOURCES = tests/unit/pam/test_log.c
+tests_unit_pam_test_log_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_log_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_log_LDADD = $(pam_unit_ldadd)
