@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -20,20 +21,22 @@
 static bool *
 flag_named(struct kh_pam_opts *opts, const char *arg)
 {
-	if (strcmp(arg, "use_first_pass") == 0)
-		return &opts->use_first_pass;
-	if (strcmp(arg, "try_first_pass") == 0)
-		return &opts->try_first_pass;
-	if (strcmp(arg, "debug") == 0)
-		return &opts->debug;
-	if (strcmp(arg, "no_cache") == 0)
-		return &opts->no_cache;
-	if (strcmp(arg, "join") == 0)
-		return &opts->join;
-	if (strcmp(arg, "forwarded") == 0)
-		return &opts->forwarded;
-	if (strcmp(arg, "authtok_is_pin") == 0)
-		return &opts->authtok_is_pin;
+	const struct {
+		const char *name;
+		bool *flag;
+	} flags[] = {
+		{ "use_first_pass", &opts->use_first_pass },
+		{ "try_first_pass", &opts->try_first_pass },
+		{ "debug", &opts->debug },
+		{ "no_cache", &opts->no_cache },
+		{ "join", &opts->join },
+		{ "forwarded", &opts->forwarded },
+		{ "authtok_is_pin", &opts->authtok_is_pin },
+	};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (strcmp(arg, flags[i].name) == 0)
+			return flags[i].flag;
 	return NULL;
 }
 
