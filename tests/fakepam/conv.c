@@ -44,7 +44,8 @@ pam_vprompt(pam_handle_t *pamh, int style, char **response, const char *fmt, va_
 	msg.msg = text;
 	rc = pamh->conv.conv(1, &pmsg, &resp, pamh->conv.appdata_ptr);
 	if (rc != PAM_SUCCESS && resp != NULL)
-		pam_syslog(pamh, LOG_WARNING, "unexpected response from failed conversation function");
+		pam_syslog(pamh, LOG_WARNING,
+			   "unexpected response from failed conversation function");
 	if (response != NULL && resp != NULL)
 		*response = resp->resp;
 	else if (resp != NULL && resp->resp != NULL) {

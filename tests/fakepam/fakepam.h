@@ -31,7 +31,7 @@
 #include <security/pam_appl.h>
 #include <security/pam_modules.h>
 
-/* ---- the conversation ----------------------------------------------------- */
+/* ---- the conversation ---------------------------------------------------- */
 
 /*
  * One message the module must send, exactly, and what the conversation
@@ -49,7 +49,7 @@ struct fakepam_prompt {
 #define FAKEPAM_SCRIPT(...) \
 	((const struct fakepam_prompt[]){ __VA_ARGS__, { 0, NULL, NULL, 0 } })
 
-/* ---- a PAM handle ---------------------------------------------------------- */
+/* ---- a PAM handle -------------------------------------------------------- */
 
 struct fakepam_config {
 	const char *service;            /* PAM_SERVICE; NULL is "kubehsm-test" */
@@ -73,7 +73,7 @@ size_t fakepam_script_left(const pam_handle_t *pamh);
 /* Replace the conversation script (between two module calls). */
 void fakepam_set_script(pam_handle_t *pamh, const struct fakepam_prompt *script);
 
-/* ---- the log ---------------------------------------------------------------- */
+/* ---- the log ------------------------------------------------------------- */
 
 /* One line the module (or libpam for it) must have logged. */
 struct fakepam_line {
@@ -102,7 +102,7 @@ void fakepam_secret(const char *secret);
  * a fresh test. */
 void fakepam_reset(void);
 
-/* ---- the account database (getpwnam_r, getgrouplist, getgrgid_r) ---------- */
+/* ---- the account database (getpwnam_r, getgrouplist, getgrgid_r) --------- */
 
 /*
  * Linked with $(fakepam_ldflags) (tests/fakepam/local.mk), the module's

@@ -29,7 +29,7 @@ wipe_free(char *s)
 	}
 }
 
-/* ---- start and end ---------------------------------------------------------- */
+/* ---- start and end ------------------------------------------------------- */
 
 int
 pam_start(const char *service_name, const char *user,
@@ -114,7 +114,7 @@ fakepam_end(pam_handle_t *pamh)
 	(void)pam_end(pamh, PAM_SUCCESS);
 }
 
-/* ---- items ------------------------------------------------------------------ */
+/* ---- items --------------------------------------------------------------- */
 
 int
 pam_get_item(const pam_handle_t *pamh, int item_type, const void **item)
@@ -172,7 +172,7 @@ pam_get_user(pam_handle_t *pamh, const char **user, const char *prompt)
 	return rc;
 }
 
-/* ---- module data ------------------------------------------------------------- */
+/* ---- module data --------------------------------------------------------- */
 
 static struct fakepam_datum *
 datum_named(const pam_handle_t *pamh, const char *name)
@@ -218,7 +218,7 @@ pam_get_data(const pam_handle_t *pamh, const char *module_data_name, const void 
 	return PAM_SUCCESS;
 }
 
-/* ---- the PAM environment ------------------------------------------------------ */
+/* ---- the PAM environment ------------------------------------------------- */
 
 /* Index of NAME (len bytes) in the environment, or -1. */
 static ssize_t
@@ -307,7 +307,7 @@ pam_getenvlist(pam_handle_t *pamh)
 	return copy;
 }
 
-/* ---- codes ------------------------------------------------------------------- */
+/* ---- codes --------------------------------------------------------------- */
 
 /* The constant's name: a test reading a log line sees which code it was. */
 const char *

@@ -47,11 +47,12 @@ const char fake_base_policy[] =
 	"issuer = { key = \"pkcs11:token=host;object=issuer\";\n"
 	"  cert_file = \"/nonexistent/issuer.pem\"; pin_file = \"/nonexistent/issuer.pin\";\n"
 	"  key_type = \"ec-p256\"; };\n"
-	"session = { ttl = \"8h\"; scope = \"user\"; revoke_on_logout = true; cache_pin = false; };\n"
+	"session = { ttl = \"8h\"; scope = \"user\"; revoke_on_logout = true;\n"
+	"  cache_pin = false; };\n"
 	"signer = { key = \"session\"; };\n"
 	"polkit = { mode = \"off\"; };\n";
 
-/* ---- a certificate ------------------------------------------------------------ */
+/* ---- a certificate ------------------------------------------------------- */
 
 X509 *
 fake_cert_new(EVP_PKEY **keyp, ...)
@@ -90,7 +91,7 @@ fake_cert_new(EVP_PKEY **keyp, ...)
 	return cert;
 }
 
-/* ---- the user's token ---------------------------------------------------------- */
+/* ---- the user's token ---------------------------------------------------- */
 
 struct kh_p11 *__wrap_kh_pam_open_token_module(pam_handle_t *pamh,
 					       const struct kh_pam_opts *opts,
@@ -185,7 +186,7 @@ __wrap_kh_p11_close(struct kh_p11 *p)
 		fake_token.closes++;
 }
 
-/* ---- the keyring cache ---------------------------------------------------------- */
+/* ---- the keyring cache --------------------------------------------------- */
 
 int __wrap_kh_cache_list(uid_t uid, struct kh_cache_entry **out, size_t *n, kh_error *err);
 int __wrap_kh_cache_login(struct kh_record *rec, const char *pin, enum kh_login_kind kind,
@@ -252,7 +253,7 @@ __wrap_kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
 	return fake_cache.logout_result;
 }
 
-/* ---- the runtime directory and the policy ------------------------------------ */
+/* ---- the runtime directory and the policy -------------------------------- */
 
 int __wrap_kh_rundir_sub(const char *sub, char *buf, size_t size, kh_error *err);
 int __wrap_kh_rundir_file(const char *sub, const char *name, char *buf, size_t size,
@@ -323,7 +324,44 @@ fake_policy_option(const char *text)
 	return config_option;
 }
 
-/* ---- fixtures ----------------------------------------------------------------------- */
+/* ---- small helpers ------------------------------------------------------- */
+
+struct kh_pam_login *
+fake_login(const char *pem)
+{
+	struct kh_pam_login *l = calloc(1, sizeof(*l));
+
+	assert_non_null(l);
+	l->uid = FAKE_UID;
+	assert_non_null(l->user = strdup(FAKE_USER));
+	assert_non_null(l->token_label = strdup(FAKE_USER));
+	assert_non_null(l->token_serial = strdup("0001"));
+	assert_non_null(l->token_uri = strdup("pkcs11:token=alice;object=kube"));
+	assert_non_null(l->token_cert_pem = strdup(pem));
+	assert_non_null(l->kube_user = strdup(FAKE_USER));
+	l->token_not_after = 4102444800;        /* 2100 */
+	assert_non_null(l->groups = calloc(2, sizeof(char *)));
+	assert_non_null(l->groups[0] = strdup("k8s-dev"));
+	assert_non_null(l->groups[1] = strdup("team-a"));
+	l->ngroups = 2;
+	return l;
+}
+
+char *
+fake_asprintf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0);
+	return s;
+}
+
+/* ---- fixtures ------------------------------------------------------------ */
 
 /* The test directory holds files and one level of subdirectories. */
 static void

@@ -20,8 +20,9 @@
 #include <openssl/x509.h>
 
 #include "cache/kh_cache.h"
+#include "pam/kh_pam.h"
 
-/* ---- the user's token ----------------------------------------------------- */
+/* ---- the user's token ---------------------------------------------------- */
 
 #define FAKE_TRIES_MAX 8
 
@@ -47,7 +48,7 @@ extern struct fake_token fake_token;
  * key is NULL. */
 X509 *fake_cert_new(EVP_PKEY **key, ...) __attribute__((sentinel));
 
-/* ---- the keyring cache ------------------------------------------------------ */
+/* ---- the keyring cache --------------------------------------------------- */
 
 #define FAKE_ENTRIES_MAX 8
 
@@ -73,7 +74,7 @@ struct fake_cache {
 
 extern struct fake_cache fake_cache;
 
-/* ---- policy and runtime directory ----------------------------------------- */
+/* ---- policy and runtime directory ---------------------------------------- */
 
 /*
  * A "config=<path>" module option naming a policy file with `text` (NULL:
@@ -90,7 +91,17 @@ extern const char fake_base_policy[];
 /* The test's private directory, which stands in for KH_RUNDIR. */
 const char *fake_rundir(void);
 
-/* ---- fixtures ---------------------------------------------------------------- */
+/* ---- small helpers ------------------------------------------------------- */
+
+/* What alice's authentication leaves for the session step (uid FAKE_UID,
+ * her token, groups k8s-dev and team-a), with token certificate `pem`.
+ * Free with kh_pam_login_free, or hand it to the handle. */
+struct kh_pam_login *fake_login(const char *pem);
+
+/* asprintf that fails the test rather than return nothing; free it. */
+char *fake_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- fixtures ------------------------------------------------------------ */
 
 /* Per test: fresh fakepam, token (user "alice", label "alice", PIN
  * "4711-pin", a certificate for CN=alice), cache and directory; alice is

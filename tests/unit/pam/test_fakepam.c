@@ -34,7 +34,7 @@ reset(void **state)
 	return 0;
 }
 
-/* ---- Linux-PAM's behaviour ------------------------------------------------ */
+/* ---- Linux-PAM's behaviour ----------------------------------------------- */
 
 static int cleanups, last_status;
 
@@ -203,7 +203,7 @@ t_nss(void **state)
 	assert_null(gres);
 }
 
-/* ---- mistakes a test can make, each of which must fail it ------------------ */
+/* ---- mistakes a test can make, each of which must fail it ---------------- */
 
 /* The handle of a mistake, ended by its teardown after the failure. */
 static pam_handle_t *mh;

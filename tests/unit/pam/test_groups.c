@@ -35,11 +35,11 @@ policy(const char *identity)
 	const char *at = strstr(fake_base_policy, BASE_IDENTITY);
 	struct kh_policy *p;
 	kh_error err = { 0 };
-	char *text = NULL;
+	char *text;
 
 	assert_non_null(at);
-	assert_true(asprintf(&text, "%.*s%s\n%s", (int)(at - fake_base_policy), fake_base_policy,
-			     identity, at + strlen(BASE_IDENTITY)) > 0);
+	text = fake_asprintf("%.*s%s\n%s", (int)(at - fake_base_policy), fake_base_policy,
+			     identity, at + strlen(BASE_IDENTITY));
 	p = kh_policy_load_string(text, "test.conf", &o, &err);
 	if (p == NULL)
 		fail_msg("%s", err.msg);
@@ -94,15 +94,11 @@ expect_failure(const char *identity, X509 *cert)
 static char *
 refused(const char *group)
 {
-	char *line = NULL;
-
-	assert_true(asprintf(&line, "user 'alice': kube group '%s' is not allowed "
-			     "(identity.allow_groups/deny_groups); left out of the session",
-			     group) > 0);
-	return line;
+	return fake_asprintf("user 'alice': kube group '%s' is not allowed "
+			     "(identity.allow_groups/deny_groups); left out of the session", group);
 }
 
-/* ---- sources and order -------------------------------------------------------------- */
+/* ---- sources and order --------------------------------------------------- */
 
 static void
 t_rule_order_once_each(void **state)
@@ -205,7 +201,7 @@ t_large_group_entries(void **state)
 	free(name);
 }
 
-/* ---- allow and deny ------------------------------------------------------------------ */
+/* ---- allow and deny ------------------------------------------------------ */
 
 /* By default no certificate O= becomes a system: group (system:masters is
  * cluster admin). */
@@ -234,7 +230,8 @@ t_allow_and_deny(void **state)
 
 	expect_groups("identity = { username = \"%u\"; groups = [ \"cert:O\", "
 		      "\"static:k8s-view\", \"static:k8s-admin\" ];\n"
-		      "  allow_groups = [ \"team-*\", \"k8s-*\" ]; deny_groups = [ \"*-admin\" ]; };",
+		      "  allow_groups = [ \"team-*\", \"k8s-*\" ];\n"
+		      "  deny_groups = [ \"*-admin\" ]; };",
 		      cert, GROUPS("team-a", "k8s-view",));
 	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, l1 }, { LOG_NOTICE, l2 },
 				       { LOG_NOTICE, l3 }));
@@ -244,7 +241,7 @@ t_allow_and_deny(void **state)
 	X509_free(cert);
 }
 
-/* ---- the limit ------------------------------------------------------------------------ */
+/* ---- the limit ----------------------------------------------------------- */
 
 /* n distinct unix groups "k8s-NNN" for alice. */
 static void

@@ -27,6 +27,7 @@
 #include "tests/unit/pam/fakes.h"
 
 #define HANDLE "0123456789abcdef0123456789abcdef"
+#define PEM "-----BEGIN CERTIFICATE-----\n"
 #define NO_AUTH "user 'alice': no kubehsm authentication in this login; no kube " \
 	"credentials cached"
 
@@ -48,10 +49,9 @@ static const char *const malformed[] = {
 static pam_handle_t *
 with_handle(const char *value, const char *service)
 {
-	char *setting = NULL;
+	char *setting = fake_asprintf("%s=%s", KH_HANDOFF_ENV, value);
 	pam_handle_t *pamh;
 
-	assert_true(asprintf(&setting, "%s=%s", KH_HANDOFF_ENV, value) > 0);
 	pamh = fakepam_start(&(struct fakepam_config){
 		.user = FAKE_USER, .service = service,
 		.env = (const char *const[]){ setting, NULL } });
@@ -84,29 +84,22 @@ assert_handle_removed(pam_handle_t *pamh)
 	free(env);
 }
 
-/* What a successful authentication of alice leaves. */
-static struct kh_pam_login *
-sample_login(void)
+/* ---- the session step ---------------------------------------------------- */
+
+/* open_session, without login state, of a handle with PAM_KUBEHSM_HANDOFF
+ * set to `value`: the variable is dropped with the notice `why`, and the
+ * login is one without kubehsm authentication. */
+static void
+expect_dropped(const char *value, const char *why)
 {
-	struct kh_pam_login *l = calloc(1, sizeof(*l));
+	pam_handle_t *pamh = with_handle(value, NULL);
+	const char *argv[] = { fake_policy_option(NULL) };
 
-	assert_non_null(l);
-	l->uid = FAKE_UID;
-	assert_non_null(l->user = strdup(FAKE_USER));
-	assert_non_null(l->token_label = strdup(FAKE_USER));
-	assert_non_null(l->token_serial = strdup("0001"));
-	assert_non_null(l->token_uri = strdup("pkcs11:token=alice;object=kube"));
-	assert_non_null(l->token_cert_pem = strdup("-----BEGIN CERTIFICATE-----\n"));
-	assert_non_null(l->kube_user = strdup(FAKE_USER));
-	l->token_not_after = 4102444800;
-	assert_non_null(l->groups = calloc(2, sizeof(char *)));
-	assert_non_null(l->groups[0] = strdup("k8s-dev"));
-	assert_non_null(l->groups[1] = strdup("team-a"));
-	l->ngroups = 2;
-	return l;
+	assert_int_equal(pam_sm_open_session(pamh, 0, 1, argv), PAM_IGNORE);
+	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, why }, { LOG_NOTICE, NO_AUTH }));
+	assert_handle_removed(pamh);
+	fakepam_end(pamh);
 }
-
-/* ---- the session step ------------------------------------------------------------- */
 
 /* A malformed handle is dropped from the environment and logged without
  * its value; no file is looked for; the login is one without kubehsm
@@ -115,17 +108,9 @@ static void
 t_session_malformed(void **state)
 {
 	for (size_t i = 0; i < NMALFORMED; i++) {
-		pam_handle_t *pamh = with_handle(malformed[i], NULL);
-		const char *argv[] = { fake_policy_option(NULL) };
-
-		assert_int_equal(pam_sm_open_session(pamh, 0, 1, argv), PAM_IGNORE);
-		fakepam_expect_log(FAKEPAM_LOG(
-			{ LOG_NOTICE, "ignoring a malformed PAM_KUBEHSM_HANDOFF in the PAM "
-				      "environment" },
-			{ LOG_NOTICE, NO_AUTH }));
-		assert_handle_removed(pamh);
+		expect_dropped(malformed[i], "ignoring a malformed PAM_KUBEHSM_HANDOFF in the "
+			       "PAM environment");
 		assert_false(handoff_dir_exists());
-		fakepam_end(pamh);
 	}
 	assert_int_equal(fake_cache.counts, (int)NMALFORMED);
 }
@@ -135,17 +120,8 @@ t_session_malformed(void **state)
 static void
 t_session_unknown_handle(void **state)
 {
-	pam_handle_t *pamh = with_handle(HANDLE, NULL);
-	const char *argv[] = { fake_policy_option(NULL) };
-
-	fakepam_secret(HANDLE);
-	assert_int_equal(pam_sm_open_session(pamh, 0, 1, argv), PAM_IGNORE);
-	fakepam_expect_log(FAKEPAM_LOG(
-		{ LOG_NOTICE, "authentication hand-off 01234567...: already used or expired; "
-			      "not used" },
-		{ LOG_NOTICE, NO_AUTH }));
-	assert_handle_removed(pamh);
-	fakepam_end(pamh);
+	expect_dropped(HANDLE, "authentication hand-off 01234567...: already used or "
+		       "expired; not used");
 }
 
 /* With the login state in the handle (auth ran in this process), the
@@ -156,7 +132,7 @@ t_session_consumes_handle_beside_state(void **state)
 	pam_handle_t *pamh = with_handle(HANDLE, NULL);
 	const char *argv[] = { fake_policy_option(NULL) };
 
-	assert_int_equal(kh_pam_login_save(pamh, sample_login()), PAM_SUCCESS);
+	assert_int_equal(kh_pam_login_save(pamh, fake_login(PEM)), PAM_SUCCESS);
 	assert_int_equal(pam_sm_open_session(pamh, 0, 1, argv), PAM_SESSION_ERR);
 	fakepam_expect_log(FAKEPAM_LOG(
 		{ LOG_NOTICE, "authentication hand-off 01234567...: already used or expired; "
@@ -167,7 +143,7 @@ t_session_consumes_handle_beside_state(void **state)
 	fakepam_end(pamh);
 }
 
-/* ---- the stash behind a handle ------------------------------------------------------ */
+/* ---- the stash behind a handle ------------------------------------------- */
 
 /* Stash a login from a handle of `service`; the handle's value. */
 static char *
@@ -175,7 +151,7 @@ put(const char *service)
 {
 	pam_handle_t *pamh = fakepam_start(&(struct fakepam_config){
 		.user = FAKE_USER, .service = service });
-	struct kh_pam_login *l = sample_login();
+	struct kh_pam_login *l = fake_login(PEM);
 	const char *h;
 	char *handle;
 
@@ -193,17 +169,24 @@ put(const char *service)
 static char *
 stash_path(const char *handle)
 {
-	char *path = NULL;
+	return fake_asprintf("%s/handoff/%s", fake_rundir(), handle);
+}
 
-	assert_true(asprintf(&path, "%s/handoff/%s", fake_rundir(), handle) > 0);
-	return path;
+/* The notice of a hand-off not used: the handle's first 8 digits only. */
+static void
+expect_not_used(const char *handle, const char *why)
+{
+	char *line = fake_asprintf("authentication hand-off %.8s...: %s; not used", handle, why);
+
+	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, line }));
+	free(line);
 }
 
 /* The handle names a private file that only root's may be: single use. */
 static void
 t_stash_round_trip(void **state)
 {
-	char *handle = put("sshd"), *path = stash_path(handle), expect[128];
+	char *handle = put("sshd"), *path = stash_path(handle);
 	pam_handle_t *pamh = with_handle(handle, "sshd");
 	struct kh_pam_login *l = NULL;
 	struct stat st;
@@ -214,9 +197,7 @@ t_stash_round_trip(void **state)
 		/* An unprivileged test owns its stash: refused, as anyone's but
 		 * root's must be. */
 		assert_int_equal(kh_pam_handoff_take(pamh, &l), -1);
-		(void)snprintf(expect, sizeof(expect), "authentication hand-off %.8s...: not a "
-			       "root-only file; not used", handle);
-		fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, expect }));
+		expect_not_used(handle, "not a root-only file");
 	} else {
 		assert_int_equal(kh_pam_handoff_take(pamh, &l), 1);
 		assert_string_equal(l->user, FAKE_USER);
@@ -235,10 +216,8 @@ t_stash_round_trip(void **state)
 	/* Used once: gone (a refused one stays refused). */
 	pamh = with_handle(handle, "sshd");
 	assert_int_equal(kh_pam_handoff_take(pamh, &l), -1);
-	(void)snprintf(expect, sizeof(expect), "authentication hand-off %.8s...: %s; not used",
-		       handle, geteuid() == 0 ? "already used or expired" :
-		       "not a root-only file");
-	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, expect }));
+	expect_not_used(handle, geteuid() == 0 ? "already used or expired" :
+			"not a root-only file");
 	fakepam_end(pamh);
 	free(path);
 	free(handle);
@@ -248,15 +227,13 @@ t_stash_round_trip(void **state)
 static void
 t_stash_other_service(void **state)
 {
-	char *handle = put("sshd"), expect[128];
+	char *handle = put("sshd");
 	pam_handle_t *pamh = with_handle(handle, "su");
 	struct kh_pam_login *l = NULL;
 
 	assert_int_equal(kh_pam_handoff_take(pamh, &l), -1);
-	(void)snprintf(expect, sizeof(expect), "authentication hand-off %.8s...: %s; not used",
-		       handle, geteuid() == 0 ? "made by another PAM service" :
-		       "not a root-only file");
-	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, expect }));
+	expect_not_used(handle, geteuid() == 0 ? "made by another PAM service" :
+			"not a root-only file");
 	fakepam_end(pamh);
 	free(handle);
 }
@@ -265,31 +242,27 @@ t_stash_other_service(void **state)
 static void
 t_stash_not_private(void **state)
 {
-	char *handle = put("sshd"), *path = stash_path(handle), expect[160];
+	char *handle = put("sshd"), *path = stash_path(handle);
 	pam_handle_t *pamh;
 	struct kh_pam_login *l = NULL;
 
 	assert_int_equal(chmod(path, 0640), 0);
 	pamh = with_handle(handle, "sshd");
 	assert_int_equal(kh_pam_handoff_take(pamh, &l), -1);
-	(void)snprintf(expect, sizeof(expect), "authentication hand-off %.8s...: not a "
-		       "root-only file; not used", handle);
-	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, expect }));
+	expect_not_used(handle, "not a root-only file");
 	fakepam_end(pamh);
 
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	pamh = with_handle(handle, "sshd");
 	assert_int_equal(kh_pam_handoff_take(pamh, &l), -1);
-	(void)snprintf(expect, sizeof(expect), "authentication hand-off %.8s...: %s; not used",
-		       handle, strerror(ELOOP));
-	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, expect }));
+	expect_not_used(handle, strerror(ELOOP));
 	fakepam_end(pamh);
 	free(path);
 	free(handle);
 }
 
-/* ---- setcred ------------------------------------------------------------------------ */
+/* ---- setcred ------------------------------------------------------------- */
 
 /* setcred says what auth did: nothing of kubehsm's here is
  * PAM_AUTHINFO_UNAVAIL (the stacks route that to the password path). */
@@ -309,7 +282,7 @@ t_setcred_after_auth_in_process(void **state)
 {
 	pam_handle_t *pamh = fakepam_start(&(struct fakepam_config){ .user = FAKE_USER });
 
-	assert_int_equal(kh_pam_login_save(pamh, sample_login()), PAM_SUCCESS);
+	assert_int_equal(kh_pam_login_save(pamh, fake_login(PEM)), PAM_SUCCESS);
 	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 0, NULL), PAM_SUCCESS);
 	fakepam_expect_log(FAKEPAM_NO_LOG);
 	fakepam_end(pamh);

@@ -31,7 +31,7 @@ start(const char *user)
 	return fakepam_start(&(struct fakepam_config){ .user = user });
 }
 
-/* ---- the lines ------------------------------------------------------------------------ */
+/* ---- the lines ----------------------------------------------------------- */
 
 static void
 t_log_fail(void **state)
@@ -64,7 +64,7 @@ t_debug_only_under_option(void **state)
 	fakepam_end(pamh);
 }
 
-/* ---- the account ------------------------------------------------------------------------ */
+/* ---- the account --------------------------------------------------------- */
 
 /* The account's own name, kept with the handle until pam_end, whatever
  * was typed. */
@@ -143,26 +143,24 @@ t_no_user(void **state)
 	fakepam_end(pamh);
 }
 
-/* ---- the policy ------------------------------------------------------------------------- */
+/* ---- the policy ---------------------------------------------------------- */
 
 static void
 t_policy_failures_logged(void **state)
 {
 	pam_handle_t *pamh = start(FAKE_USER);
 	struct kh_pam_opts opts = { .config = "/nonexistent/kubehsm.conf" };
-	char *path = NULL, *line = NULL;
+	char *line;
 
 	assert_null(kh_pam_load_policy(pamh, &opts));
 	fakepam_expect_log(FAKEPAM_LOG({ LOG_ERR, "policy: /nonexistent/kubehsm.conf: cannot "
 					 "open directory /nonexistent: No such file or "
 					 "directory" }));
 	opts.config = fake_policy_option("version = 1;\nbogus = 2;\n") + strlen("config=");
-	assert_true(asprintf(&path, "%s", opts.config) > 0);
-	assert_true(asprintf(&line, "policy: %s:2: ", path) > 0);
+	line = fake_asprintf("policy: %s:2: ", opts.config);
 	assert_null(kh_pam_load_policy(pamh, &opts));
 	fakepam_expect_log(FAKEPAM_LOG({ LOG_ERR, line, true }));
 	fakepam_end(pamh);
-	free(path);
 	free(line);
 }
 
@@ -180,17 +178,7 @@ t_policy_failure_at_entry_points(void **state)
 	fakepam_end(pamh);
 }
 
-/* ---- the login state ---------------------------------------------------------------------- */
-
-static struct kh_pam_login *
-login_named(const char *user)
-{
-	struct kh_pam_login *l = calloc(1, sizeof(*l));
-
-	assert_non_null(l);
-	assert_non_null(l->user = strdup(user));
-	return l;
-}
+/* ---- the login state ----------------------------------------------------- */
 
 /* Kept in the handle; a second one replaces the first (freed); pam_end
  * frees the last (the sanitizer build would see a leak). */
@@ -198,7 +186,7 @@ static void
 t_login_state(void **state)
 {
 	pam_handle_t *pamh = start(FAKE_USER);
-	struct kh_pam_login *a = login_named("a"), *b = login_named("b");
+	struct kh_pam_login *a = fake_login("A"), *b = fake_login("B");
 
 	assert_null(kh_pam_login_get(pamh));
 	assert_int_equal(kh_pam_login_save(pamh, a), PAM_SUCCESS);
@@ -210,7 +198,7 @@ t_login_state(void **state)
 	kh_pam_login_free(NULL);
 }
 
-/* ---- a whole login, no secret anywhere ----------------------------------------------------- */
+/* ---- a whole login, no secret anywhere ----------------------------------- */
 
 static void
 assert_file_lacks(const char *path, const char *secret)
@@ -236,7 +224,7 @@ t_whole_login_without_secrets(void **state)
 		.script = FAKEPAM_SCRIPT({ PAM_PROMPT_ECHO_OFF, "PIN for token 'alice': ",
 					   FAKE_PIN }) });
 	const char *handle;
-	char *stash = NULL, handoff[128];
+	char *stash, *handoff;
 
 	assert_int_equal(pam_sm_authenticate(pamh, 0, 2, argv), PAM_SUCCESS);
 	fakepam_expect_log(FAKEPAM_LOG(
@@ -245,10 +233,10 @@ t_whole_login_without_secrets(void **state)
 	assert_non_null(kh_pam_login_get(pamh));
 	assert_null(kh_pam_login_get(pamh)->pin);      /* session.cache_pin is false */
 	assert_non_null(handle = pam_getenv(pamh, KH_HANDOFF_ENV));
-	assert_true(asprintf(&stash, "%s/handoff/%s", fake_rundir(), handle) > 0);
+	stash = fake_asprintf("%s/handoff/%s", fake_rundir(), handle);
 	assert_file_lacks(stash, FAKE_PIN);
-	(void)snprintf(handoff, sizeof(handoff), "authentication hand-off %.8s...: not a "
-		       "root-only file; not used", handle);
+	handoff = fake_asprintf("authentication hand-off %.8s...: not a root-only file; not used",
+				handle);
 
 	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 2, argv), PAM_SUCCESS);
 	assert_int_equal(pam_sm_open_session(pamh, 0, 2, argv), PAM_SESSION_ERR);
@@ -271,6 +259,7 @@ t_whole_login_without_secrets(void **state)
 	fakepam_expect_log(FAKEPAM_LOG({ LOG_DEBUG, "user 'alice': kube session kept" }));
 	fakepam_end(pamh);
 	free(stash);
+	free(handoff);
 }
 
 int

@@ -206,19 +206,18 @@ t_entry_points_refuse_bad_options(void **state)
 int
 main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, fakes_setup, fakes_teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_defaults, fakes_setup, fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_each_flag_alone, fakes_setup, fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_all_together, fakes_setup, fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_config, fakes_setup, fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_bad_options, fakes_setup, fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_first_bad_option_only, fakes_setup,
-						fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_use_first_pass_needs_authtok_is_pin,
-						fakes_setup, fakes_teardown),
-		cmocka_unit_test_setup_teardown(t_entry_points_refuse_bad_options, fakes_setup,
-						fakes_teardown),
+		T(t_defaults),
+		T(t_each_flag_alone),
+		T(t_all_together),
+		T(t_config),
+		T(t_bad_options),
+		T(t_first_bad_option_only),
+		T(t_use_first_pass_needs_authtok_is_pin),
+		T(t_entry_points_refuse_bad_options),
 	};
+#undef T
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,7 @@ assert_tried(const char *const *want)
 }
 #define TRIED(...) ((const char *const[]){ __VA_ARGS__ NULL })
 
-/* ---- kh_pam_prompt_pin ------------------------------------------------------------ */
+/* ---- kh_pam_prompt_pin --------------------------------------------------- */
 
 static int
 prompt(const struct fakepam_config *cfg, char **pin)
@@ -154,7 +154,7 @@ t_prompt_no_conversation(void **state)
 	fakepam_expect_log(FAKEPAM_LOG({ LOG_ERR, "no conversation function" }));
 }
 
-/* ---- the auth step ------------------------------------------------------------------ */
+/* ---- the auth step ------------------------------------------------------- */
 
 /* pam_sm_authenticate for alice with the base policy, no_cache and the
  * given options; the handle is set up by cfg and ended (every scripted
@@ -247,7 +247,7 @@ t_empty_and_long_pins_are_tried(void **state)
 	free(longpin);
 }
 
-/* ---- use_first_pass / try_first_pass ------------------------------------------------ */
+/* ---- use_first_pass / try_first_pass ------------------------------------- */
 
 /* use_first_pass: the earlier module's password, never a prompt. */
 static void
@@ -390,7 +390,7 @@ t_authtok_never_tried_without_authtok_is_pin(void **state)
 	fakepam_expect_log(FAKEPAM_LOG({ LOG_INFO, AUTHENTICATED }, { LOG_INFO, AUTHENTICATED }));
 }
 
-/* ---- the PIN state, before any PIN is asked ----------------------------------------- */
+/* ---- the PIN state, before any PIN is asked ------------------------------ */
 
 static void
 t_locked_not_asked(void **state)

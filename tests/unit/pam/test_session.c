@@ -32,6 +32,9 @@
 #define MINT_FAILED "user 'alice': issuer (default): session credential: PIN file " \
 	"/nonexistent/issuer.pin: No such file or directory (config)"
 #define POLKIT_OFF "user 'alice': polkit.mode = off: polkit not asked"
+#define NO_AUTH "user 'alice': no kubehsm authentication in this login; no kube " \
+	"credentials cached"
+#define LOGIN_NONE "user 'alice': login: 0 live session(s), 0 of this token certificate"
 #define ALREADY "kubehsm: you have a kube session already; 'kubehsm login --renew' " \
 	"extends it, 'kubehsm logout' ends it"
 
@@ -51,17 +54,9 @@ authenticated(const char *pam_user, uid_t uid, const char *pem, const char *cons
 {
 	pam_handle_t *pamh = fakepam_start(&(struct fakepam_config){
 		.user = pam_user, .env = env, .script = script });
-	struct kh_pam_login *l = calloc(1, sizeof(*l));
+	struct kh_pam_login *l = fake_login(pem);
 
-	assert_non_null(l);
 	l->uid = uid;
-	assert_non_null(l->user = strdup(FAKE_USER));
-	assert_non_null(l->token_label = strdup(FAKE_USER));
-	assert_non_null(l->token_serial = strdup("0001"));
-	assert_non_null(l->token_uri = strdup("pkcs11:token=alice;object=kube"));
-	assert_non_null(l->token_cert_pem = strdup(pem));
-	assert_non_null(l->kube_user = strdup(FAKE_USER));
-	l->token_not_after = 4102444800;   /* 2100 */
 	assert_int_equal(kh_pam_login_save(pamh, l), PAM_SUCCESS);
 	return pamh;
 }
@@ -84,7 +79,18 @@ live(const char *user, const char *pem, enum kh_cache_miss state)
 		.user = user, .token_cert_pem = pem, .state = state };
 }
 
-/* ---- join: a login through `kubehsm login` -------------------------------------- */
+/* The join check let alice's login through (`counts` is its debug line):
+ * it went on to mint, and stopped at the issuer's PIN file. */
+static void
+expect_joined(pam_handle_t *pamh, const char *counts)
+{
+	assert_int_equal(open_session(pamh, "join"), PAM_SESSION_ERR);
+	fakepam_expect_log(FAKEPAM_LOG({ LOG_DEBUG, counts }, { LOG_DEBUG, POLKIT_OFF },
+				       { LOG_NOTICE, MINT_FAILED }));
+	fakepam_end(pamh);
+}
+
+/* ---- join: a login through `kubehsm login` ------------------------------- */
 
 /* No session of the uid: the join goes on to mint (and counts nothing: it
  * joins the uid's logins instead of being one). */
@@ -93,14 +99,9 @@ t_join_without_session(void **state)
 {
 	pam_handle_t *pamh = authenticated(FAKE_USER, FAKE_UID, CERT_A, NULL, NULL);
 
-	assert_int_equal(open_session(pamh, "join"), PAM_SESSION_ERR);
-	fakepam_expect_log(FAKEPAM_LOG(
-		{ LOG_DEBUG, "user 'alice': login: 0 live session(s), 0 of this token certificate" },
-		{ LOG_DEBUG, POLKIT_OFF },
-		{ LOG_NOTICE, MINT_FAILED }));
+	expect_joined(pamh, LOGIN_NONE);
 	assert_int_equal(fake_cache.lists, 1);
 	assert_int_equal(fake_cache.counts, 0);
-	fakepam_end(pamh);
 }
 
 /* A live session is never replaced by a plain login, whatever its
@@ -135,12 +136,7 @@ t_join_counts_only_live_records_of_the_user(void **state)
 	live("bob", CERT_A, KH_MISS_NONE);
 	live(FAKE_USER, CERT_A, KH_MISS_NONE);
 	fake_cache.entries[fake_cache.n - 1].no_record = true;
-	assert_int_equal(open_session(pamh, "join"), PAM_SESSION_ERR);
-	fakepam_expect_log(FAKEPAM_LOG(
-		{ LOG_DEBUG, "user 'alice': login: 0 live session(s), 0 of this token certificate" },
-		{ LOG_DEBUG, POLKIT_OFF },
-		{ LOG_NOTICE, MINT_FAILED }));
-	fakepam_end(pamh);
+	expect_joined(pamh, LOGIN_NONE);
 }
 
 static void
@@ -167,12 +163,8 @@ t_renew_same_certificate(void **state)
 
 	live(FAKE_USER, CERT_A, KH_MISS_NONE);
 	live(FAKE_USER, CERT_B, KH_MISS_EXPIRED);
-	assert_int_equal(open_session(pamh, "join"), PAM_SESSION_ERR);
-	fakepam_expect_log(FAKEPAM_LOG(
-		{ LOG_DEBUG, "user 'alice': renew: 1 live session(s), 1 of this token certificate" },
-		{ LOG_DEBUG, POLKIT_OFF },
-		{ LOG_NOTICE, MINT_FAILED }));
-	fakepam_end(pamh);
+	expect_joined(pamh, "user 'alice': renew: 1 live session(s), 1 of this token "
+		      "certificate");
 }
 
 /* A renewal keeps the identity: any live record of another token
@@ -262,7 +254,7 @@ t_plain_login_no_join_check(void **state)
 	fakepam_end(pamh);
 }
 
-/* ---- whose session ---------------------------------------------------------------- */
+/* ---- whose session ------------------------------------------------------- */
 
 /* sudo authenticates alice, then opens the session for bob: nothing is
  * minted for either; bob's login counts (without join). */
@@ -311,12 +303,7 @@ t_canonical_name_is_the_same_user(void **state)
 	pam_handle_t *pamh = authenticated("ALICE", FAKE_UID, CERT_A, NULL, NULL);
 
 	fakepam_nss_alias("ALICE", FAKE_USER);
-	assert_int_equal(open_session(pamh, "join"), PAM_SESSION_ERR);
-	fakepam_expect_log(FAKEPAM_LOG(
-		{ LOG_DEBUG, "user 'alice': login: 0 live session(s), 0 of this token certificate" },
-		{ LOG_DEBUG, POLKIT_OFF },
-		{ LOG_NOTICE, MINT_FAILED }));
-	fakepam_end(pamh);
+	expect_joined(pamh, LOGIN_NONE);
 }
 
 /* A login kubehsm did not authenticate still counts as one of the uid's
@@ -328,16 +315,14 @@ t_no_authentication(void **state)
 	pam_handle_t *pamh = fakepam_start(&(struct fakepam_config){ .user = FAKE_USER });
 
 	assert_int_equal(open_session(pamh, NULL), PAM_IGNORE);
-	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, "user 'alice': no kubehsm authentication "
-					 "in this login; no kube credentials cached" }));
+	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, NO_AUTH }));
 	assert_int_equal(fake_cache.counts, 1);
 	assert_string_equal(fake_cache.counted_user, FAKE_USER);
 	fakepam_end(pamh);
 
 	pamh = fakepam_start(&(struct fakepam_config){ .user = FAKE_USER });
 	assert_int_equal(open_session(pamh, "join"), PAM_IGNORE);
-	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, "user 'alice': no kubehsm authentication "
-					 "in this login; no kube credentials cached" }));
+	fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, NO_AUTH }));
 	assert_int_equal(fake_cache.counts, 1);
 	fakepam_end(pamh);
 }
@@ -358,7 +343,7 @@ t_unknown_user(void **state)
 	fakepam_end(pamh);
 }
 
-/* ---- close_session ---------------------------------------------------------------- */
+/* ---- close_session ------------------------------------------------------- */
 
 /* close_session logs out what open_session counted — for the user it was
  * opened for, whatever PAM_USER says by then — once. */
@@ -382,9 +367,7 @@ t_close_undoes_own_open(void **state)
 		const char *argv[] = { fake_policy_option(NULL), "debug" };
 
 		assert_int_equal(pam_sm_open_session(pamh, 0, 2, argv), PAM_IGNORE);
-		fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, "user 'alice': no kubehsm "
-						 "authentication in this login; no kube "
-						 "credentials cached" }));
+		fakepam_expect_log(FAKEPAM_LOG({ LOG_NOTICE, NO_AUTH }));
 		assert_int_equal(pam_set_item(pamh, PAM_USER, "bob"), PAM_SUCCESS);
 		fake_cache.logout_result = cases[i].result;
 		fake_cache.logouts = 0;
