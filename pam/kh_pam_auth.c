@@ -21,9 +21,7 @@
 
 #include "lib/kh_mem.h"
 #include "lib/kh_template.h"
-#include "pam/kh_pam_auth.h"
-#include "pam/kh_pam_forward.h"
-#include "pam/kh_pam_handoff.h"
+#include "pam/kh_pam.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_x509.h"
 

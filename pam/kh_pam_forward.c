@@ -25,7 +25,8 @@
 
 #include <security/pam_ext.h>
 
-#include "pam/kh_pam_forward.h"
+#include "lib/kh_pkcs11.h"
+#include "pam/kh_pam.h"
 
 #define KH_P11_KIT_ADDRESS_ENV "P11_KIT_SERVER_ADDRESS"
 

@@ -1,5 +1,5 @@
 /*
- * kh_pam_handoff — the auth → session stash (see kh_pam_handoff.h).
+ * kh_pam_handoff — the auth → session stash (see kh_pam.h).
  *
  * A stash file is one compact JSON object:
  *   {"v":1,"created":T,"service":"sshd","user":"alice","uid":1001,
@@ -31,7 +31,7 @@
 #include "lib/kh_io.h"
 #include "lib/kh_json.h"
 #include "lib/kh_mem.h"
-#include "pam/kh_pam_handoff.h"
+#include "pam/kh_pam.h"
 #include "lib/kh_rundir.h"
 
 #define HANDOFF_DIR       "handoff"

@@ -19,8 +19,8 @@
 
 #include <dlfcn.h>
 
-#include "pam/kh_pam_polkit.h"
 #include "lib/kh_path.h"
+#include "pam/kh_pam.h"
 
 #define KH_POLKIT_PLUGIN_NAME "kubehsm-polkit.so"
 

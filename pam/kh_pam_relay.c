@@ -15,8 +15,9 @@
 #include <security/pam_ext.h>
 
 #include "lib/kh_mem.h"
-#include "pam/kh_pam_relay.h"
+#include "cache/kh_record.h"
 #include "lib/kh_relay_client.h"
+#include "pam/kh_pam.h"
 
 int
 kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,

@@ -32,11 +32,8 @@
 
 #include "cache/kh_cache.h"
 #include "lib/kh_mem.h"
-#include "pam/kh_pam_auth.h"
-#include "pam/kh_pam_handoff.h"
 #include "lib/kh_pkcs11.h"
-#include "pam/kh_pam_polkit.h"
-#include "pam/kh_pam_relay.h"
+#include "pam/kh_pam.h"
 #include "lib/kh_x509.h"
 
 static const char *

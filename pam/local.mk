@@ -1,21 +1,35 @@
 # pam/: pam_kubehsm.so.  Only the module lands in pammoddir: the .la
 # libtool installs beside it is removed by the install hook.
-pammod_LTLIBRARIES += pam/pam_kubehsm.la
-pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c \
-	pam/kh_pam_auth.c pam/kh_pam_auth.h \
+#
+# The module's work is the convenience library libkh-pam.la; the module is
+# its entry points (pam_kubehsm.c) and that library, and the unit tests
+# (tests/unit/pam/) link the same library with a fake libpam
+# (tests/fakepam/) instead of Linux-PAM, so nothing is compiled twice.
+# libkh-pam.la names no libraries of its own: a convenience library would
+# copy the objects of others into itself, and each program would then hold
+# them twice.
+noinst_LTLIBRARIES += pam/libkh-pam.la
+pam_libkh_pam_la_SOURCES = pam/kh_pam.h \
+	pam/kh_pam_auth.c \
 	pam/kh_pam_session.c \
-	pam/kh_pam_forward.c pam/kh_pam_forward.h \
-	pam/kh_pam_relay.c pam/kh_pam_relay.h \
-	pam/kh_pam_handoff.c pam/kh_pam_handoff.h \
-	pam/kh_pam_polkit.c pam/kh_pam_polkit.h \
-	pam/kh_pam_util.c pam/kh_pam_util.h
-pam_pam_kubehsm_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	pam/kh_pam_forward.c \
+	pam/kh_pam_relay.c \
+	pam/kh_pam_handoff.c \
+	pam/kh_pam_polkit.c \
+	pam/kh_pam_options.c pam/kh_pam_policy.c pam/kh_pam_user.c \
+	pam/kh_pam_log.c pam/kh_pam_prompt.c pam/kh_pam_state.c \
+	pam/kh_pam_groups.c
+pam_libkh_pam_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKH_POLKIT_PLUGIN='"$(pkglibdir)/kubehsm-polkit.so"'
-pam_pam_kubehsm_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
+pam_libkh_pam_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
 	$(JANSSON_CFLAGS) $(LIBP11_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS)
+
+pammod_LTLIBRARIES += pam/pam_kubehsm.la
+pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c
+pam_pam_kubehsm_la_CFLAGS = $(pam_libkh_pam_la_CFLAGS)
 pam_pam_kubehsm_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^pam_sm_' -Wl,-z,defs
-pam_pam_kubehsm_la_LIBADD = $(kh_all_libs) $(PAM_LIBS)
+pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la $(kh_all_libs) $(PAM_LIBS)
 
 # The polkit client (pam/kh_polkit.c), built as a plugin the module loads
 # only when polkit.mode is not "off" (pam/kh_pam_polkit.c):

@@ -20,10 +20,8 @@
 #include <security/pam_ext.h>
 
 #include "lib/kh_json.h"
-#include "pam/kh_pam_auth.h"
-#include "pam/kh_pam_handoff.h"
-#include "pam/kh_pam_util.h"
 #include "lib/kh_pkcs11.h"
+#include "pam/kh_pam.h"
 
 enum entry { AUTH, SETCRED, OPEN, CLOSE };
 

@@ -1,0 +1,238 @@
+/*
+ * kh_pam — the internal interface of pam_kubehsm, one section per job and
+ * per file (pam-krb5's module/internal.h is the model).
+ *
+ * Nothing here is global: all state lives in the PAM handle, so handles
+ * never see each other's data and the module can be unloaded at any time.
+ *
+ * pam/kh_polkit.h stays apart: it is the interface of the kubehsm-polkit.so
+ * plugin, which does not link the module.
+ */
+#ifndef KH_PAM_H
+#define KH_PAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <openssl/x509.h>
+#include <security/pam_modules.h>
+
+#include "conf/kh_policy.h"
+#include "lib/kh_error.h"
+#include "pam/kh_polkit.h"
+
+struct kh_p11;
+struct kh_record;
+
+/* ---- module options (kh_pam_options.c) ----------------------------------- */
+
+struct kh_pam_opts {
+	bool use_first_pass;
+	bool try_first_pass;
+	bool authtok_is_pin;    /* the admin says the earlier module's password
+				 * is the token PIN: only then is it tried */
+	bool debug;
+	bool no_cache;
+	bool join;              /* the session joins the uid's open logins
+				 * instead of being one (kubehsm login) */
+	bool forwarded;         /* the token may be the user's own forwarded
+				 * one (pkcs11.forward; kubehsm login) */
+	const char *config;     /* points into argv or at KH_DEFAULT_CONFIG */
+};
+
+/* Parse module arguments.  Unknown arguments are a configuration error
+ * (logged): a typo must not silently change behaviour. */
+int kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
+		      struct kh_pam_opts *opts);
+
+/* ---- the policy (kh_pam_policy.c) ---------------------------------------- */
+
+/* Load the policy fresh (root-owned file), logging why it fails. */
+struct kh_policy *kh_pam_load_policy(pam_handle_t *pamh,
+				     const struct kh_pam_opts *opts);
+
+/* ---- the account (kh_pam_user.c) ----------------------------------------- */
+
+/* The account PAM_USER names: its canonical name (pw_name, which may differ
+ * from what was typed; valid until the next call or pam_end), uid and gid.
+ * PAM_USER_UNKNOWN if there is none. */
+int kh_pam_get_user(pam_handle_t *pamh, const char **user, uid_t *uid,
+		    gid_t *gid);
+
+/* ---- logging (kh_pam_log.c) ---------------------------------------------- */
+
+/* One syslog line (LOG_AUTHPRIV is the default facility of pam_syslog). */
+void kh_pam_log_fail(pam_handle_t *pamh, const char *user, const char *what,
+		     const kh_error *err);
+void kh_pam_debug(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- the PIN prompt (kh_pam_prompt.c) ------------------------------------ */
+
+/*
+ * Ask the conversation for the token PIN (echo off) with a prompt naming
+ * the token.  *pin is freed with kh_secure_strfree.
+ */
+int kh_pam_prompt_pin(pam_handle_t *pamh, const char *token_label, char **pin);
+
+/* ---- login state carried from auth to session (kh_pam_state.c) ----------- */
+
+/* pam_set_data names. */
+#define KH_PAM_DATA_LOGIN   "kubehsm:login"
+#define KH_PAM_DATA_SESSION "kubehsm:session-open"
+#define KH_PAM_DATA_ACCOUNT "kubehsm:account"
+
+/*
+ * What a successful authentication hands to the session step.  Owned by
+ * the PAM handle (pam_set_data); the cleanup wipes every field.
+ */
+struct kh_pam_login {
+	char *user;             /* the PAM user */
+	uid_t uid;
+	char *token_label;
+	char *token_serial;
+	char *token_uri;        /* PKCS#11 URI of the user's key */
+	char *token_cert_pem;   /* the validated token certificate */
+	time_t token_not_after;
+	char *kube_user;
+	char **groups;
+	size_t ngroups;
+	char *pin;              /* SECRET; only when session.cache_pin */
+};
+
+/* Free a login state, wiping every field. NULL is fine. */
+void kh_pam_login_free(struct kh_pam_login *login);
+
+/* Hand login state to the handle (the handle frees it, also on failure). */
+int kh_pam_login_save(pam_handle_t *pamh, struct kh_pam_login *login);
+
+/* The login state of a successful authenticate, or NULL. */
+const struct kh_pam_login *kh_pam_login_get(pam_handle_t *pamh);
+
+/* ---- kube groups (kh_pam_groups.c) --------------------------------------- */
+
+/* The kube groups of a user from identity.groups (cert:, unix:, static:),
+ * de-duplicated, in rule order, less those identity.allow_groups/deny_groups
+ * refuse (each logged); at most KH_RECORD_MAX_GROUPS, counted before
+ * allow/deny.  Free with kh_pam_groups_free. */
+int kh_pam_kube_groups(pam_handle_t *pamh, const struct kh_policy *policy, X509 *cert,
+		       const char *user, gid_t gid, char ***groups,
+		       size_t *ngroups, kh_error *err);
+
+/* Free a group list, wiping each name.  NULL is fine. */
+void kh_pam_groups_free(char **groups, size_t ngroups);
+
+/* ---- the auth step (kh_pam_auth.c) --------------------------------------- */
+
+/* Unlock the user's token, validate and map its certificate, prove
+ * possession; keep what the session step needs in the handle. */
+int kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts);
+
+/* ---- the session step (kh_pam_session.c) --------------------------------- */
+
+/* PAM environment: `kubehsm login --renew` (honoured with option join). */
+#define KH_RENEW_ENV "KUBEHSM_RENEW"
+
+/* polkit, mint the session certificate per issuer, seed the cache. */
+int kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts);
+
+/* Login accounting down; revoke on the uid's last logout (policy). */
+int kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts);
+
+/* ---- the token's module, the bastion's or forwarded (kh_pam_forward.c) --- */
+
+/*
+ * Which PKCS#11 module holds the user's token: the bastion's own
+ * (pkcs11.module), or, under the module option `forwarded` (the kubehsm
+ * service that `kubehsm login` runs), the user's token forwarded from their
+ * laptop with p11-kit over `ssh -R`.
+ *
+ * Open the module the user's token is behind.  With `forwarded` and
+ * pkcs11.forward configured, a socket at the uid's forward path means
+ * p11-kit's client module over it; no socket there means the bastion's
+ * module, so the same service serves a token the bastion holds itself.
+ * A path that is not a socket of the user's own is refused (KH_ERR_PERM).
+ * *forwarded says which one it was.
+ */
+struct kh_p11 *kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+					const struct kh_policy *policy, const char *user,
+					uid_t uid, gid_t gid, int *forwarded, kh_error *err);
+
+/* ---- auth → session hand-off across processes (kh_pam_handoff.c) --------- */
+
+/*
+ * Carry a successful authentication to open_session when the two do not
+ * run in one process.
+ *
+ * OpenSSH authenticates keyboard-interactive logins in a forked child of
+ * its privileged monitor and sends back only the PAM environment and the
+ * account status; open_session then runs in the monitor, where pam_set_data
+ * from auth is gone.  So auth also writes its non-secret result (user, uid,
+ * token, certificate, identity, groups) to a root-only, single-use stash
+ * KH_RUNDIR/handoff/<handle>, and puts the random handle in the PAM
+ * environment (PAM_KUBEHSM_HANDOFF), the one channel every login program
+ * carries from auth to session — pam-krb5's PAM_KRB5CCNAME pattern.
+ * open_session consumes the stash and removes the variable before the
+ * session's environment reaches the user's shell.  pam_set_data stays the
+ * fast path when both steps share a process.
+ *
+ * The stash never holds the PIN or a key.  Only with session.cache_pin
+ * (signing on the user's token needs the PIN in the session) does the PIN
+ * cross, in a kernel key of root's own (never on disk) with the same short
+ * lifetime, and only when the authenticating process runs as real root
+ * (sshd's child); su and sudo authenticate in the session's own process.
+ */
+#define KH_HANDOFF_ENV "PAM_KUBEHSM_HANDOFF"
+/* Longest time between authentication and session (seconds): an abandoned
+ * stash is gone after this. */
+#define KH_HANDOFF_TTL 300
+
+/* Stash l for this handle's session step.  PAM_SUCCESS, or a PAM error
+ * (logged) — authentication itself has succeeded either way. */
+int kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l);
+
+/*
+ * Consume the stash named in the PAM environment, if any, and remove the
+ * variable.  1 with *out (free with kh_pam_login_free), 0 when there is
+ * none, -1 when there was one that cannot be used (logged).
+ */
+int kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out);
+
+/* ---- polkit, through the kubehsm-polkit plugin (kh_pam_polkit.c) --------- */
+
+/* kh_polkit_check_login, run in the plugin, which is loaded only when the
+ * policy asks polkit at all: 1 allowed, 0 denied, -1 error (also when the
+ * plugin cannot be loaded).  Mode off answers 1 without loading anything. */
+int kh_pam_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
+			      const struct kh_polkit_login *login,
+			      bool *unreachable, kh_error *err);
+
+/* ---- kubehsm-relayd, the login's side of it (kh_pam_relay.c) ------------- */
+
+/*
+ * session.deliver: open_session hands each freshly minted session to the
+ * relay over its root-only control socket when the policy delivers to it,
+ * and with deliver = "relay" stores the user's record without the key; the
+ * last close_session of the uid makes the relay forget the uid's sessions
+ * and close its connections.
+ *
+ * Deliver rec's session to the relay when the policy says so and a relay
+ * cluster serves rec's issuer; with deliver = "relay" the key then leaves
+ * rec (wiped).  A relay that does not take it fails the issuer's session
+ * with deliver = "relay" (-1, err) and is only logged with "both".
+ * 1 delivered, 0 nothing to deliver (or "both" and the relay refused).
+ */
+int kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+			 const struct kh_policy *policy, struct kh_record *rec, kh_error *err);
+
+/* The record could not be stored after all: take the delivery back. */
+void kh_pam_relay_undo(pam_handle_t *pamh, const struct kh_policy *policy,
+		       const struct kh_record *rec);
+
+/* The uid's kube session ended at this logout: the relay forgets it. */
+void kh_pam_relay_forget(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+			 const char *rundir, uid_t uid, const char *user);
+
+#endif
