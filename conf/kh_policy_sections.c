@@ -274,20 +274,6 @@ kh_pol_load_identity(const struct kh_loader *ld, const config_setting_t *root, s
 	return 0;
 }
 
-static bool
-kh_valid_issuer_id(const char *id)
-{
-	size_t n = strlen(id), i;
-
-	if (n < 1 || n > KH_ISSUER_ID_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		if (!isalnum((unsigned char)id[i]) && id[i] != '.' && id[i] != '_' && id[i] != '-')
-			return false;
-	}
-	return true;
-}
-
 static int
 kh_load_issuer(const struct kh_loader *ld, const config_setting_t *g, bool in_list,
 	       const char *default_module, struct kh_issuer *is)
@@ -298,7 +284,7 @@ kh_load_issuer(const struct kh_loader *ld, const config_setting_t *g, bool in_li
 	if (kh_pol_check_keys(ld, g, "issuer", kh_issuer_keys) != 0 ||
 	    kh_pol_get_string(ld, g, "issuer", "id", in_list ? NULL : "", 0, &is->id, &idw) != 0)
 		return -1;
-	if ((in_list || is->id[0] != '\0') && !kh_valid_issuer_id(is->id))
+	if ((in_list || is->id[0] != '\0') && !kh_pol_valid_word(is->id, KH_ISSUER_ID_MAX))
 		return kh_pol_fail_at(ld, idw, "issuer.id \"%s\" must be 1 to %d characters from "
 				      "A-Z a-z 0-9 . _ -", is->id, KH_ISSUER_ID_MAX);
 	if (kh_pol_get_string(ld, g, "issuer", "key", NULL, KH_STR_NONEMPTY, &is->key, &where) != 0)
