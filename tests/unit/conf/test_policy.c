@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <ftw.h>
-#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,8 +24,6 @@
 #include <cmocka.h>
 
 #include "conf/kh_policy.h"
-#include "lib/kh_duration.h"
-#include "lib/kh_template.h"
 
 #ifndef KH_TEST_SRCDIR
 #define KH_TEST_SRCDIR "."
@@ -1069,82 +1066,6 @@ test_print_two_issuers_escapes(void **state)
 }
 
 /* ------------------------------------------------------------------ */
-/* durations                                                           */
-
-static void
-test_duration_good(void **state)
-{
-	static const struct { const char *in; long secs; } cases[] = {
-		{ "90s", 90 }, { "15m", 900 }, { "8h", 28800 }, { "1h30m", 5400 },
-		{ "1d", 86400 }, { "7d", 604800 }, { "0s", 0 }, { "007s", 7 },
-		{ "1d2h3m4s", 93784 }, { "3600s", 3600 }, { "1d1s", 86401 },
-		{ "2562047788015215h", 2562047788015215L * 3600 },
-	};
-	size_t i;
-	kh_error err;
-	long s;
-
-	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		s = -1;
-		if (kh_duration_parse(cases[i].in, &s, &err) != 0)
-			print_error("%s: %s\n", cases[i].in, err.msg);
-		assert_int_equal(s, cases[i].secs);
-	}
-}
-
-static void
-test_duration_bad(void **state)
-{
-	static const char *const bad[] = {
-		"", "0", "h", "1", "-1s", "+1s", " 1h", "1h ", "1h 30m", "1x", "1.5h", "1H",
-		"30m1h", "1h1h", "1s1m", "99999999999999999999s", "9223372036854775807m",
-		"106751991167301d", "2562047788015215h1h", "1h30", "s1", "1e3s", "0x10s",
-	};
-	size_t i;
-	kh_error err;
-	long s = 42;
-
-	(void)state;
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		kh_error_clear(&err);
-		if (kh_duration_parse(bad[i], &s, &err) == 0) {
-			print_error("\"%s\" was accepted as %ld\n", bad[i], s);
-			fail();
-		}
-		assert_int_equal(err.code, KH_ERR_INPUT);
-		assert_true(err.msg[0] != '\0');
-		assert_int_equal(s, 42);                    /* untouched on failure */
-	}
-	assert_int_equal(kh_duration_parse(NULL, &s, &err), -1);
-}
-
-static void
-test_duration_format(void **state)
-{
-	static const struct { long secs; const char *out; } cases[] = {
-		{ 0, "0s" }, { 59, "59s" }, { 60, "1m" }, { 5400, "1h30m" },
-		{ 86400, "1d" }, { 93784, "1d2h3m4s" }, { 604800, "7d" }, { 3601, "1h1s" },
-	};
-	char buf[32], tiny[3];
-	size_t i;
-	long back;
-
-	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_int_equal(kh_duration_format(cases[i].secs, buf, sizeof(buf)), 0);
-		assert_string_equal(buf, cases[i].out);
-		assert_int_equal(kh_duration_parse(buf, &back, NULL), 0);
-		assert_int_equal(back, cases[i].secs);
-	}
-	assert_int_equal(kh_duration_format(-1, buf, sizeof(buf)), -1);
-	assert_int_equal(kh_duration_format(93784, tiny, sizeof(tiny)), -1);
-	assert_int_equal(kh_duration_format(LONG_MAX, buf, sizeof(buf)), 0);
-	assert_int_equal(kh_duration_parse(buf, &back, NULL), 0);
-	assert_int_equal(back, LONG_MAX);
-}
-
-/* ------------------------------------------------------------------ */
 /* relay section and session.deliver                                   */
 
 #define POLKIT_LINE "polkit = { mode = \"if-available\"; };\n"
@@ -1330,102 +1251,6 @@ test_relay_bad(void **state)
 	}
 }
 
-/* ------------------------------------------------------------------ */
-/* templates                                                           */
-
-static void
-expect_expand(const char *tmpl, const char *user, const char *want)
-{
-	kh_error err;
-	char *got = kh_template_expand(tmpl, user, &err);
-
-	if (got == NULL)
-		print_error("%s / %s: %s\n", tmpl, user, err.msg);
-	assert_non_null(got);
-	assert_string_equal(got, want);
-	free(got);
-}
-
-static void
-expect_expand_fails(const char *tmpl, const char *user)
-{
-	kh_error err;
-	char *got = kh_template_expand(tmpl, user, &err);
-
-	if (got != NULL)
-		print_error("\"%s\" expanded to \"%s\"\n", tmpl ? tmpl : "(null)", got);
-	assert_null(got);
-	assert_int_equal(err.code, KH_ERR_INPUT);
-}
-
-static void
-test_template(void **state)
-{
-	char *user, *tmpl;
-
-	(void)state;
-	expect_expand("%u", "alice", "alice");
-	expect_expand("", "alice", "");
-	expect_expand("kube", "alice", "kube");
-	expect_expand("card-%u", "bob", "card-bob");
-	expect_expand("%u@%u", "b", "b@b");
-	expect_expand("%%", "alice", "%");
-	expect_expand("%%u", "alice", "%u");       /* the escape wins over %u */
-	expect_expand("100%%-%u", "x", "100%-x");
-	expect_expand("%%%u", "x", "%x");
-	expect_expand("%u", "%u", "%u");           /* the user name is not re-expanded */
-
-	expect_expand_fails("%", "alice");
-	expect_expand_fails("abc%", "alice");
-	expect_expand_fails("%x", "alice");
-	expect_expand_fails("%U", "alice");
-	expect_expand_fails("%%%", "alice");
-	expect_expand_fails("%u", NULL);
-	expect_expand_fails("%u", "");
-	expect_expand_fails("kube", NULL);         /* no user: refuse even without %u */
-	expect_expand_fails(NULL, "alice");
-
-	/* Output bound: exactly KH_TEMPLATE_MAX fits, one more does not. */
-	user = malloc(KH_TEMPLATE_MAX + 2);
-	assert_non_null(user);
-	memset(user, 'a', KH_TEMPLATE_MAX);
-	user[KH_TEMPLATE_MAX] = '\0';
-	{
-		kh_error err;
-		char *got = kh_template_expand("%u", user, &err);
-
-		assert_non_null(got);
-		assert_int_equal(strlen(got), KH_TEMPLATE_MAX);
-		free(got);
-	}
-	expect_expand_fails("x%u", user);
-	expect_expand_fails("%u%u", user + KH_TEMPLATE_MAX / 2 - 1);
-	expect_expand("%u%u", user + KH_TEMPLATE_MAX / 2, user);
-	user[KH_TEMPLATE_MAX] = 'a';
-	user[KH_TEMPLATE_MAX + 1] = '\0';
-	expect_expand_fails("%u", user);
-	free(user);
-
-	tmpl = malloc(KH_TEMPLATE_MAX + 2);
-	assert_non_null(tmpl);
-	memset(tmpl, 'k', KH_TEMPLATE_MAX + 1);
-	tmpl[KH_TEMPLATE_MAX + 1] = '\0';
-	expect_expand_fails(tmpl, "u");
-	free(tmpl);
-}
-
-static void
-test_enum_names(void **state)
-{
-	(void)state;
-	assert_string_equal(kh_map_rule_name(KH_MAP_EMAIL), "email");
-	assert_string_equal(kh_scope_name(KH_SCOPE_SESSION), "session");
-	assert_string_equal(kh_signer_key_name(KH_SIGNER_TOKEN), "token");
-	assert_string_equal(kh_polkit_mode_name(KH_POLKIT_OFF), "off");
-	assert_string_equal(kh_key_type_name(KH_KEY_RSA_2048), "rsa-2048");
-	assert_string_equal(kh_deliver_name(KH_DELIVER_BOTH), "both");
-}
-
 int
 main(void)
 {
@@ -1450,11 +1275,6 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_print_two_issuers_escapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_relay_loads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_relay_bad, setup, teardown),
-		cmocka_unit_test(test_duration_good),
-		cmocka_unit_test(test_duration_bad),
-		cmocka_unit_test(test_duration_format),
-		cmocka_unit_test(test_template),
-		cmocka_unit_test(test_enum_names),
 	};
 
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

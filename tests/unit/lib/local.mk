@@ -1,8 +1,9 @@
 # tests/unit/lib/: the shared library's pure parts.
-check_PROGRAMS += tests/unit/lib/test_proto tests/unit/lib/test_sign \
-	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto
-TESTS += tests/unit/lib/test_proto tests/unit/lib/test_sign \
-	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto
+lib_unit_tests = tests/unit/lib/test_proto tests/unit/lib/test_sign \
+	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
+	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words
+check_PROGRAMS += $(lib_unit_tests)
+TESTS += $(lib_unit_tests)
 
 # The protocol codecs (exec credential, external signer, base64), checked
 # against what real clients sent.
@@ -32,3 +33,18 @@ tests_unit_lib_test_x509_LDADD = $(unit_ldadd) $(CRYPTO_LIBS)
 tests_unit_lib_test_relay_proto_SOURCES = tests/unit/lib/test_relay_proto.c
 tests_unit_lib_test_relay_proto_CFLAGS = $(unit_cflags)
 tests_unit_lib_test_relay_proto_LDADD = $(unit_ldadd)
+
+# The policy's general parsers, units of their own like OpenSSH's misc.c:
+# durations (lib/kh_duration), %u templates (lib/kh_template) and the
+# policy's words and their names (lib/kh_words).
+tests_unit_lib_test_duration_SOURCES = tests/unit/lib/test_duration.c
+tests_unit_lib_test_duration_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_duration_LDADD = $(unit_ldadd)
+
+tests_unit_lib_test_template_SOURCES = tests/unit/lib/test_template.c
+tests_unit_lib_test_template_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_template_LDADD = $(unit_ldadd)
+
+tests_unit_lib_test_words_SOURCES = tests/unit/lib/test_words.c
+tests_unit_lib_test_words_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_words_LDADD = $(unit_ldadd)
