@@ -8,8 +8,9 @@
  * and phrases every error; kh_policy_sections.c and kh_policy_relay.c fill
  * the sections; kh_policy_print.c writes the effective policy back out.
  *
- * Functions returning int return 0 on success and -1 on failure with
- * ld->err set to one "file:line: what is wrong" message, unless noted.
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with ld->err set to one "file:line: what is wrong" message, unless
+ * noted.
  */
 #ifndef KH_POLICY_INT_H
 #define KH_POLICY_INT_H
