@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 
 #include "conf/kh_policy.h"
 #include "tests/unit/conf/policy_fixture.h"
+#include "tests/unit/unit_file.h"
 
 #ifndef KH_TEST_SRCDIR
 #define KH_TEST_SRCDIR "."
@@ -30,25 +30,11 @@ read_sample(void)
 {
 	const char *src = getenv("KH_SRCDIR");
 	char *path = NULL, *buf;
-	FILE *f;
-	long n;
 
 	assert_true(asprintf(&path, "%s/conf/kubehsm.conf",
 			     src != NULL && src[0] != '\0' ? src : KH_TEST_SRCDIR) > 0);
-	f = fopen(path, "r");
-	if (f == NULL)
-		print_error("cannot open %s: %s\n", path, strerror(errno));
-	assert_non_null(f);
+	buf = unit_read_file(path, NULL);
 	free(path);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
 	return buf;
 }
 

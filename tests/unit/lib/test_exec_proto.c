@@ -26,6 +26,7 @@
 #include "lib/kh_exec_proto.h"
 #include "lib/kh_mem.h"
 #include "tests/unit/lib/proto_cases.h"
+#include "tests/unit/unit_file.h"
 
 #ifndef KH_TEST_DATADIR
 #define KH_TEST_DATADIR "tests/unit/lib/data/exec_proto"
@@ -37,24 +38,9 @@ static char *
 read_fixture(const char *name, size_t *len)
 {
 	char path[1024];
-	FILE *f;
-	char *buf;
-	long n;
 
 	assert_true((size_t)snprintf(path, sizeof(path), "%s/%s", KH_TEST_DATADIR, name) < sizeof(path));
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
+	return unit_read_file(path, len);
 }
 
 static void
