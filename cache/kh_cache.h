@@ -13,6 +13,11 @@
  * is the seconds left to expiry.
  *
  * Nothing here ever falls back to files.
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set, unless noted: kh_cache_logout and kh_cache_revoke return 1
+ * when a session ended and 0 when none did; kh_cache_drop_pin returns a
+ * count.
  */
 #ifndef KH_CACHE_H
 #define KH_CACHE_H

@@ -1,6 +1,9 @@
 /*
  * kh_cache_int — what the cache's reader, writer and listing share.
  * Internal to cache/: not part of the cache's interface.
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set, unless noted.
  */
 #ifndef KH_CACHE_INT_H
 #define KH_CACHE_INT_H

@@ -10,6 +10,9 @@
  * act on those serials, wherever the keys were linked.
  *
  * Every change happens under the uid's lock (kh_rundir_lock_uid).
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set, unless noted (kh_uids_push takes no err).
  */
 #ifndef KH_INDEX_H
 #define KH_INDEX_H

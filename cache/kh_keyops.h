@@ -13,6 +13,10 @@
  * The child inherits the caller's keyrings, so KEY_SPEC_SESSION_KEYRING is
  * the login's session keyring (set up by pam_keyinit) and
  * KEY_SPEC_USER_KEYRING resolves to the user's own.
+ *
+ * Return convention: kh_keyops_run returns 0 on success and -1 on failure
+ * with err set; an operation that fails does not fail the call: its errno
+ * is in its result.
  */
 #ifndef KH_KEYOPS_H
 #define KH_KEYOPS_H

@@ -18,6 +18,9 @@
  * N2 is 0 when kubehsm-relayd holds the session key (session.deliver =
  * "relay"): the record then carries the certificate only, key_pem is NULL,
  * and no process of the user ever has the key.
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set; kh_record_dup returns NULL when out of memory (no err).
  */
 #ifndef KH_RECORD_H
 #define KH_RECORD_H

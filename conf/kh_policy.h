@@ -5,6 +5,12 @@
  * optional value has its default filled in, so consumers never look at the
  * raw configuration.  Loading is all-or-nothing: on any error the caller
  * gets NULL and one "file:line: what is wrong" message.
+ *
+ * Return convention: the loaders and kh_policy_forward_socket return NULL
+ * on failure with err set; the lookups kh_policy_issuer and
+ * kh_policy_relay_cluster_for return NULL when nothing matches, which is no
+ * error.  kh_policy_print returns 0, or -1 when it cannot print (no err:
+ * the caller owns the stream and says what failed).
  */
 #ifndef KH_POLICY_H
 #define KH_POLICY_H

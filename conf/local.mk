@@ -1,7 +1,11 @@
 # conf/: the policy schema and loader (libconfig), the sample policy, the
 # polkit actions.
 noinst_LTLIBRARIES += conf/libkh-conf.la
-conf_libkh_conf_la_SOURCES = conf/kh_policy.c conf/kh_policy.h
+# One job a file behind conf/kh_policy_int.h: the load itself, file safety,
+# typed getters, the sections, the relay section, printing.
+conf_libkh_conf_la_SOURCES = conf/kh_policy.c conf/kh_policy.h conf/kh_policy_int.h \
+	conf/kh_policy_file.c conf/kh_policy_get.c conf/kh_policy_sections.c \
+	conf/kh_policy_relay.c conf/kh_policy_print.c
 conf_libkh_conf_la_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 conf_libkh_conf_la_LIBADD = $(LIBCONFIG_LIBS)
 

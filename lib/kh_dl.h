@@ -6,6 +6,9 @@
  * state behind in libraries that can never be unloaded (GLib's type system
  * and GDBus worker thread pointing at polkit's code) or allocate tables
  * once per load and never free them (libp11).
+ *
+ * Return convention: true on success, false on failure (nothing changes;
+ * there is no err).
  */
 #ifndef KH_DL_H
 #define KH_DL_H

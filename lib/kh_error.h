@@ -4,6 +4,10 @@
  * Library code never prints: it fills a kh_error and returns a failure, and
  * the caller (PAM module: syslog; helper: stderr) decides where it goes.
  * Messages are a single line, already phrased for the person who must act.
+ *
+ * Return convention: kh_fail, kh_vfail and kh_fail_ssl always return -1,
+ * so a failing function can `return kh_fail(err, ...)`; err may be NULL.
+ * kh_errcode_name never returns NULL.
  */
 #ifndef KH_ERROR_H
 #define KH_ERROR_H

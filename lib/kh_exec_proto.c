@@ -240,7 +240,7 @@ kh_exec_info_from_env(const char *value, enum kh_exec_api arg_api,
  * civil_from_days, exact for every int64 day count used here).  Not
  * gmtime_r: glibc's gmtime_r loads /etc/localtime on first use (tzset),
  * seven system calls on the warm path for a conversion that needs no time
- * zone.  test_proto checks it against gmtime_r over the whole range.
+ * zone.  test_exec_proto checks it against gmtime_r over the whole range.
  */
 static void
 kh_civil_from_days(int64_t z, int64_t *year, unsigned *month, unsigned *day)

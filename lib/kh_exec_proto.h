@@ -8,8 +8,8 @@
  * field's type checked.
  *
  * Return convention: int functions return 0 on success and -1 on failure
- * with err set; decoding failures are KH_ERR_INPUT (or KH_ERR_UNSUPPORTED
- * for a valid but unsupported hash) with one line saying what is wrong.
+ * with err set; decoding failures are KH_ERR_INPUT with one line saying
+ * what is wrong.
  */
 #ifndef KH_EXEC_PROTO_H
 #define KH_EXEC_PROTO_H

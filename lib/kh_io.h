@@ -1,5 +1,8 @@
 /*
  * kh_io — plain descriptor I/O kubehsm repeats in several places.
+ *
+ * Return convention: 0 on success, -1 on failure with errno set (no
+ * kh_error: the caller knows what it was writing).
  */
 #ifndef KH_IO_H
 #define KH_IO_H

@@ -10,6 +10,9 @@
  * before or after (by the host process, or with wiping disabled) stay
  * compatible.  The PAM module enables wiping on entry and disables it
  * before returning, so no pointer into an unloaded module is left behind.
+ *
+ * Return convention: pointers, NULL on failure (jansson says no more, so
+ * there is no err).
  */
 #ifndef KH_JSON_H
 #define KH_JSON_H

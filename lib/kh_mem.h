@@ -1,5 +1,8 @@
 /*
  * kh_mem — small allocation helpers that keep secrets from outliving use.
+ *
+ * Return convention: nothing here reports an error; kh_strdup_or_null
+ * returns NULL for NULL and when out of memory alike.
  */
 #ifndef KH_MEM_H
 #define KH_MEM_H

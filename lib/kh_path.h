@@ -6,6 +6,9 @@
  * Used by the front end for kubehsm-tool.so and by the PAM module for the
  * polkit plugin.  Looking beside the running file is as safe as running
  * it: whoever can place a file there can as well replace the file itself.
+ *
+ * Return convention: 0 on success, -1 on failure (no err: the one failure
+ * is a result too long for buf).
  */
 #ifndef KH_PATH_H
 #define KH_PATH_H

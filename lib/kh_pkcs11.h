@@ -11,6 +11,10 @@
  * PINs are passed in, used for exactly one C_Login and never copied by this
  * code.  (libp11 itself keeps a copy inside the slot to re-login after fork;
  * it is wiped when the handle is closed.)
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set; pointer functions return NULL with err set;
+ * kh_p11_pin_library returns false when it could not pin (no err).
  */
 #ifndef KH_PKCS11_H
 #define KH_PKCS11_H

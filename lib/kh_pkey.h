@@ -7,6 +7,8 @@
  * the cost of `kubehsm sign` (3 of its 18 million instructions).  Knowing
  * the format, this reads the PEM armour, takes the key type from the
  * PKCS#8 algorithm identifier, and asks for exactly that decoder.
+ *
+ * Return convention: pointers, NULL on failure with err set.
  */
 #ifndef KH_PKEY_H
 #define KH_PKEY_H

@@ -7,6 +7,8 @@
  * relay that hangs never hangs a login.  Sockets are looked up in `rundir`
  * (policy relay.rundir), which must be a root-owned directory nobody else
  * can write: a delivered key goes only to the daemon root started.
+ *
+ * Return convention: 0 on success, -1 on failure with err set.
  */
 #ifndef KH_RELAY_CLIENT_H
 #define KH_RELAY_CLIENT_H

@@ -23,6 +23,10 @@
  * A session object is also what the relay keeps in its keyring, so a
  * restart finds the sessions it had.  The key is PEM (PKCS#8); every buffer
  * that held it is wiped (kh_relay_session_clear, kh_secure_free).
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set; the name functions return "?" for a value they do not
+ * know, never NULL.
  */
 #ifndef KH_RELAY_PROTO_H
 #define KH_RELAY_PROTO_H

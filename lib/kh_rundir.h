@@ -7,6 +7,9 @@
  * real directory owned by root and closed to everyone else; a directory
  * that is not (a symlink, another owner, group/other bits) is refused
  * rather than repaired, since someone else may have prepared it.
+ *
+ * Return convention: 0 on success, -1 on failure with err set, unless
+ * noted (kh_rundir_lock_uid returns a descriptor).
  */
 #ifndef KH_RUNDIR_H
 #define KH_RUNDIR_H

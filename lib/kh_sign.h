@@ -9,6 +9,10 @@
  *
  * Only the generic EVP_PKEY_sign API is used, so software keys and
  * PKCS#11-backed keys from libp11 behave the same.
+ *
+ * Return convention: kh_sign_digest returns 0 on success and -1 on failure
+ * with err set.  The kh_go_hash_* lookups cannot fail: an unsupported hash
+ * gives 0, "unsupported" or NULL, as each says.
  */
 #ifndef KH_SIGN_H
 #define KH_SIGN_H

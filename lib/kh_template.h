@@ -13,7 +13,9 @@
 /* Longest string kh_template_expand produces (bytes, without the NUL). */
 #define KH_TEMPLATE_MAX 1024
 
-/* The first '%' in tmpl that is not "%u" or "%%", or NULL if tmpl is valid. */
+/* The first '%' in tmpl that is not "%u" or "%%", or NULL if tmpl is valid.
+ * Not the convention above: NULL is the good answer, and there is no err
+ * (the policy loader phrases the message, naming the key). */
 const char *kh_template_check(const char *tmpl);
 
 /*

@@ -8,6 +8,9 @@
  * X.509 mapper (trust.map), the key generator (issuer.key_type), the polkit
  * client (polkit.mode) and the record codec (session.scope), which `kubehsm
  * exec` links without libconfig.
+ *
+ * Return convention: nothing here fails; a name is never NULL ("?" for a
+ * value no table has).
  */
 #ifndef KH_WORDS_H
 #define KH_WORDS_H

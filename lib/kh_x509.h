@@ -3,6 +3,9 @@
  * it to a user name and groups, and minting the short-lived session
  * certificate.  OpenSSL 3 does all ASN.1, PEM and signature work; the
  * issuer key may live on a PKCS#11 token (an EVP_PKEY from kh_pkcs11).
+ *
+ * Return convention: int functions return 0 on success and -1 on failure
+ * with err set; pointer functions return NULL with err set.
  */
 #ifndef KH_X509_H
 #define KH_X509_H

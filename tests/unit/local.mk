@@ -7,7 +7,12 @@ EXTRA_DIST += tests/harness/cmocka.sh
 
 unit_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS)
-unit_ldadd = $(kh_all_libs) $(CMOCKA_LIBS)
+unit_ldadd = tests/unit/libunit-file.la $(kh_all_libs) $(CMOCKA_LIBS)
+
+# What any unit test may share: reading a data file whole.
+check_LTLIBRARIES += tests/unit/libunit-file.la
+tests_unit_libunit_file_la_SOURCES = tests/unit/unit_file.c tests/unit/unit_file.h
+tests_unit_libunit_file_la_CFLAGS = $(unit_cflags)
 
 include tests/unit/lib/local.mk
 include tests/unit/conf/local.mk

@@ -1,22 +1,41 @@
 # tests/unit/lib/: the shared library's pure parts.
-check_PROGRAMS += tests/unit/lib/test_proto tests/unit/lib/test_sign \
-	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto
-TESTS += tests/unit/lib/test_proto tests/unit/lib/test_sign \
-	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto
+lib_unit_tests = tests/unit/lib/test_exec_proto tests/unit/lib/test_signer_proto \
+	tests/unit/lib/test_base64 tests/unit/lib/test_sign \
+	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
+	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words
+check_PROGRAMS += $(lib_unit_tests)
+TESTS += $(lib_unit_tests)
 
-# The protocol codecs (exec credential, external signer, base64), checked
-# against what real clients sent.
-proto_test_data = \
-	tests/unit/lib/data/proto/kubectl-1.27-v1beta1-cluster.json \
-	tests/unit/lib/data/proto/kubectl-1.30-v1-plain.json \
-	tests/unit/lib/data/proto/kubectl-1.33-v1-cluster.json \
-	tests/unit/lib/data/proto/python-v1beta1.json
-EXTRA_DIST += $(proto_test_data)
-tests_unit_lib_test_proto_SOURCES = tests/unit/lib/test_proto.c
-tests_unit_lib_test_proto_CPPFLAGS = $(AM_CPPFLAGS) \
-	-DKH_TEST_DATADIR='"$(abs_top_srcdir)/tests/unit/lib/data/proto"'
-tests_unit_lib_test_proto_CFLAGS = $(unit_cflags)
-tests_unit_lib_test_proto_LDADD = $(unit_ldadd)
+# What the codecs' tests share: malformed-input tables, one TAP line a row.
+check_LTLIBRARIES += tests/unit/lib/libproto-cases.la
+tests_unit_lib_libproto_cases_la_SOURCES = tests/unit/lib/proto_cases.c \
+	tests/unit/lib/proto_cases.h
+tests_unit_lib_libproto_cases_la_CFLAGS = $(unit_cflags)
+
+# The ExecCredential codec (lib/kh_exec_proto), checked against what real
+# clients sent, and the answer leaving no copy of the key behind.
+exec_proto_test_data = \
+	tests/unit/lib/data/exec_proto/kubectl-1.27-v1beta1-cluster.json \
+	tests/unit/lib/data/exec_proto/kubectl-1.30-v1-plain.json \
+	tests/unit/lib/data/exec_proto/kubectl-1.33-v1-cluster.json \
+	tests/unit/lib/data/exec_proto/python-v1beta1.json
+EXTRA_DIST += $(exec_proto_test_data)
+tests_unit_lib_test_exec_proto_SOURCES = tests/unit/lib/test_exec_proto.c
+tests_unit_lib_test_exec_proto_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DKH_TEST_DATADIR='"$(abs_top_srcdir)/tests/unit/lib/data/exec_proto"'
+tests_unit_lib_test_exec_proto_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_exec_proto_LDADD = tests/unit/lib/libproto-cases.la $(unit_ldadd)
+
+# The external signer's codec (lib/kh_signer_proto): the KEP's requests,
+# the malformed ones, the responses.
+tests_unit_lib_test_signer_proto_SOURCES = tests/unit/lib/test_signer_proto.c
+tests_unit_lib_test_signer_proto_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_signer_proto_LDADD = tests/unit/lib/libproto-cases.la $(unit_ldadd)
+
+# Strict base64 (lib/kh_base64).
+tests_unit_lib_test_base64_SOURCES = tests/unit/lib/test_base64.c
+tests_unit_lib_test_base64_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_base64_LDADD = $(unit_ldadd)
 
 # Go-compatible signing (lib/kh_sign).
 tests_unit_lib_test_sign_SOURCES = tests/unit/lib/test_sign.c
@@ -32,3 +51,21 @@ tests_unit_lib_test_x509_LDADD = $(unit_ldadd) $(CRYPTO_LIBS)
 tests_unit_lib_test_relay_proto_SOURCES = tests/unit/lib/test_relay_proto.c
 tests_unit_lib_test_relay_proto_CFLAGS = $(unit_cflags)
 tests_unit_lib_test_relay_proto_LDADD = $(unit_ldadd)
+
+# The policy's general parsers are units of their own, each with its test,
+# like OpenSSH's misc.c and regress/unittests/misc.
+#
+# Durations as kubehsm.conf writes them, "1h30m" (lib/kh_duration).
+tests_unit_lib_test_duration_SOURCES = tests/unit/lib/test_duration.c
+tests_unit_lib_test_duration_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_duration_LDADD = $(unit_ldadd)
+
+# %u templates: which escapes pass, what they expand to (lib/kh_template).
+tests_unit_lib_test_template_SOURCES = tests/unit/lib/test_template.c
+tests_unit_lib_test_template_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_template_LDADD = $(unit_ldadd)
+
+# The policy's words and the names printed back for them (lib/kh_words).
+tests_unit_lib_test_words_SOURCES = tests/unit/lib/test_words.c
+tests_unit_lib_test_words_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_words_LDADD = $(unit_ldadd)

@@ -1,0 +1,142 @@
+/*
+ * Unit tests for lib/kh_template: the %u templates of kubehsm.conf, which
+ * escapes kh_template_check lets through and what kh_template_expand
+ * makes of them, up to the output bound.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/kh_error.h"
+#include "lib/kh_template.h"
+
+/*
+ * kh_template_check points at the offending '%' (the loader quotes the
+ * character after it, or says the '%' ends the value), and an escape is
+ * consumed whole: "%%u" is a literal "%u", so its 'u' is no escape.
+ */
+static void
+test_template_check(void **state)
+{
+	static const char *const good[] = {
+		"", "kube", "%u", "%%", "%%u", "%u%u", "card-%u", "100%%-%u", "%%%u", "%%%%",
+	};
+	static const struct { const char *tmpl; size_t at; } bad[] = {
+		{ "%", 0 }, { "abc%", 3 }, { "%x", 0 }, { "%U", 0 }, { "a%u%U", 3 },
+		{ "%%%", 2 }, { "%u%", 2 }, { "%%%x", 2 }, { "%\n", 0 }, { "% u", 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (kh_template_check(good[i]) != NULL)
+			fail_msg("\"%s\" was refused", good[i]);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *at = kh_template_check(bad[i].tmpl);
+
+		if (at != bad[i].tmpl + bad[i].at)
+			fail_msg("\"%s\": want offset %zu, got %s", bad[i].tmpl, bad[i].at,
+				 at == NULL ? "NULL" : "another offset");
+		assert_int_equal(*at, '%');
+	}
+}
+
+static void
+expect_expand(const char *tmpl, const char *user, const char *want)
+{
+	kh_error err;
+	char *got = kh_template_expand(tmpl, user, &err);
+
+	if (got == NULL)
+		print_error("%s / %s: %s\n", tmpl, user, err.msg);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void
+expect_expand_fails(const char *tmpl, const char *user)
+{
+	kh_error err;
+	char *got = kh_template_expand(tmpl, user, &err);
+
+	if (got != NULL)
+		print_error("\"%s\" expanded to \"%s\"\n", tmpl ? tmpl : "(null)", got);
+	assert_null(got);
+	assert_int_equal(err.code, KH_ERR_INPUT);
+}
+
+static void
+test_template(void **state)
+{
+	char *user, *tmpl;
+
+	(void)state;
+	expect_expand("%u", "alice", "alice");
+	expect_expand("", "alice", "");
+	expect_expand("kube", "alice", "kube");
+	expect_expand("card-%u", "bob", "card-bob");
+	expect_expand("%u@%u", "b", "b@b");
+	expect_expand("%%", "alice", "%");
+	expect_expand("%%u", "alice", "%u");       /* the escape wins over %u */
+	expect_expand("100%%-%u", "x", "100%-x");
+	expect_expand("%%%u", "x", "%x");
+	expect_expand("%u", "%u", "%u");           /* the user name is not re-expanded */
+
+	expect_expand_fails("%", "alice");
+	expect_expand_fails("abc%", "alice");
+	expect_expand_fails("%x", "alice");
+	expect_expand_fails("%U", "alice");
+	expect_expand_fails("%%%", "alice");
+	expect_expand_fails("%u", NULL);
+	expect_expand_fails("%u", "");
+	expect_expand_fails("kube", NULL);         /* no user: refuse even without %u */
+	expect_expand_fails(NULL, "alice");
+
+	/* Output bound: exactly KH_TEMPLATE_MAX fits, one more does not. */
+	user = malloc(KH_TEMPLATE_MAX + 2);
+	assert_non_null(user);
+	memset(user, 'a', KH_TEMPLATE_MAX);
+	user[KH_TEMPLATE_MAX] = '\0';
+	{
+		kh_error err;
+		char *got = kh_template_expand("%u", user, &err);
+
+		assert_non_null(got);
+		assert_int_equal(strlen(got), KH_TEMPLATE_MAX);
+		free(got);
+	}
+	expect_expand_fails("x%u", user);
+	expect_expand_fails("%u%u", user + KH_TEMPLATE_MAX / 2 - 1);
+	expect_expand("%u%u", user + KH_TEMPLATE_MAX / 2, user);
+	user[KH_TEMPLATE_MAX] = 'a';
+	user[KH_TEMPLATE_MAX + 1] = '\0';
+	expect_expand_fails("%u", user);
+	free(user);
+
+	tmpl = malloc(KH_TEMPLATE_MAX + 2);
+	assert_non_null(tmpl);
+	memset(tmpl, 'k', KH_TEMPLATE_MAX + 1);
+	tmpl[KH_TEMPLATE_MAX + 1] = '\0';
+	expect_expand_fails(tmpl, "u");
+	free(tmpl);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_template_check),
+		cmocka_unit_test(test_template),
+	};
+
+	return cmocka_run_group_tests_name("template", tests, NULL, NULL);
+}
