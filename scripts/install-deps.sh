@@ -30,6 +30,13 @@ PACKAGES=(
 	# kubehsm login: pkexec, and a token forwarded with p11-kit (server and
 	# client module) in tests/integration/logins/login_forward.sh
 	pkexec p11-kit p11-kit-modules
+	# real token stacks: a PIV card emulated at the APDU level behind a
+	# private pcscd (vsmartcard's vpcd), read by OpenSC and Yubico's ykcs11
+	# (tests/harness/pcsc.sh, piv_card.py); a TPM 2.0 (swtpm, tpm2-abrmd and
+	# its TCTI, tpm2-pkcs11) (tests/harness/tpm.sh)
+	pcscd vsmartcard-vpcd python3-cryptography ykcs11 yubico-piv-tool
+	swtpm swtpm-tools tpm2-tools tpm2-abrmd libtss2-tcti-tabrmd0
+	libtpm2-pkcs11-1 libtpm2-pkcs11-tools
 	# Debian packages: build, lint, compare (scripts/deb-check.sh)
 	debhelper dpkg-dev fakeroot lintian diffoscope-minimal
 )
