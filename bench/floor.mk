@@ -18,9 +18,10 @@ $(OUT)/ssl_floor: floor/ssl_floor.c
 $(OUT)/p11_floor: floor/p11_floor.c
 	$(CC) $(CFLAGS) $$(pkg-config --cflags libp11 libcrypto) -o $@ $< $$(pkg-config --libs libp11 libcrypto)
 # The login floor: a PAM module (raw PKCS#11 through p11-kit's header only).
-$(OUT)/pam_floor.so: floor/pam_floor.c
+$(OUT)/pam_floor.so: floor/pam_floor.c floor/pam_floor_p11.c floor/pam_floor_p11.h
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-z,defs $$(pkg-config --cflags p11-kit-1 libcrypto) \
-		-o $@ $< $$(pkg-config --libs libcrypto libkeyutils) -lpam -ldl
+		-o $@ floor/pam_floor.c floor/pam_floor_p11.c \
+		$$(pkg-config --libs libcrypto libkeyutils) -lpam -ldl
 clean:
 	rm -f $(PROGS)
 .PHONY: all clean

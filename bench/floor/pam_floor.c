@@ -81,7 +81,6 @@
 #define RECORD_PERM (KEY_USR_VIEW | KEY_USR_READ | KEY_USR_SEARCH | KEY_USR_LINK)
 #define BACKDATE 300            /* notBefore = now - 5 min, as pam_kubehsm */
 #define SERIAL_BYTES 16
-#define MAX_SLOTS 64
 
 struct opts {
 	const char *module, *ca, *key_label, *issuer_token, *issuer_key;
@@ -226,171 +225,7 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 	return PAM_SUCCESS;
 }
 
-/* ---- PKCS#11 ------------------------------------------------------------------------ */
-
-struct p11 {
-	void *dl;
-	CK_FUNCTION_LIST_PTR f;
-	bool initialized;       /* by us: C_Finalize at the end */
-};
-
-static int
-p11_load(struct p11 *p, const char *path)
-{
-	CK_C_GetFunctionList get;
-	CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
-	CK_RV rv;
-
-	p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (p->dl == NULL)
-		return -1;
-	get = (CK_C_GetFunctionList)dlsym(p->dl, "C_GetFunctionList");
-	if (get == NULL || get(&p->f) != CKR_OK)
-		return -1;
-	/* Another module of the host may have initialised it: then it is
-	 * theirs to finalise. */
-	rv = p->f->C_Initialize(&args);
-	if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED)
-		return -1;
-	p->initialized = rv == CKR_OK;
-	return 0;
-}
-
-static void
-p11_unload(struct p11 *p)
-{
-	if (p->initialized)
-		(void)p->f->C_Finalize(NULL);
-	if (p->dl != NULL)
-		dlclose(p->dl);
-	memset(p, 0, sizeof(*p));
-}
-
-/* A token label is blank-padded to 32 bytes. */
-static bool
-label_is(const CK_UTF8CHAR label[32], const char *want)
-{
-	size_t n = strlen(want);
-
-	if (n > 32 || memcmp(label, want, n) != 0)
-		return false;
-	for (; n < 32; n++)
-		if (label[n] != ' ')
-			return false;
-	return true;
-}
-
-/* The slot of the initialised token labelled LABEL (among the first
- * MAX_SLOTS: enough for a benchmark); its flags in *flags. */
-static CK_RV
-p11_find_token(struct p11 *p, const char *label, CK_SLOT_ID *slot, CK_FLAGS *flags)
-{
-	CK_SLOT_ID slots[MAX_SLOTS];
-	CK_ULONG n = MAX_SLOTS, i;
-	CK_TOKEN_INFO ti;
-	CK_RV rv = p->f->C_GetSlotList(CK_TRUE, slots, &n);
-
-	if (rv != CKR_OK)
-		return rv;
-	for (i = 0; i < n; i++)
-		if (p->f->C_GetTokenInfo(slots[i], &ti) == CKR_OK &&
-		    (ti.flags & CKF_TOKEN_INITIALIZED) && label_is(ti.label, label)) {
-			*slot = slots[i];
-			*flags = ti.flags;
-			return CKR_OK;
-		}
-	return CKR_TOKEN_NOT_PRESENT;
-}
-
-/* The one object matching the template. */
-static CK_RV
-p11_find_one(struct p11 *p, CK_SESSION_HANDLE s, CK_ATTRIBUTE *tmpl, CK_ULONG n,
-	     CK_OBJECT_HANDLE *obj)
-{
-	CK_ULONG found = 0;
-	CK_RV rv = p->f->C_FindObjectsInit(s, tmpl, n);
-
-	if (rv != CKR_OK)
-		return rv;
-	rv = p->f->C_FindObjects(s, obj, 1, &found);
-	(void)p->f->C_FindObjectsFinal(s);
-	if (rv == CKR_OK && found != 1)
-		rv = CKR_KEY_HANDLE_INVALID;
-	return rv;
-}
-
-/* A variable-length attribute, malloc'd. */
-static CK_RV
-p11_attr(struct p11 *p, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE type,
-	 unsigned char **val, CK_ULONG *len)
-{
-	CK_ATTRIBUTE a = { type, NULL, 0 };
-	CK_RV rv = p->f->C_GetAttributeValue(s, obj, &a, 1);
-
-	if (rv != CKR_OK)
-		return rv;
-	if (a.ulValueLen == (CK_ULONG)-1 || (a.pValue = malloc(a.ulValueLen + 1)) == NULL)
-		return CKR_HOST_MEMORY;
-	rv = p->f->C_GetAttributeValue(s, obj, &a, 1);
-	if (rv != CKR_OK) {
-		free(a.pValue);
-		return rv;
-	}
-	*val = a.pValue;
-	*len = a.ulValueLen;
-	return CKR_OK;
-}
-
-/* Sign DATA with the private key (EC: ECDSA over SHA-256 of DATA; RSA:
- * PKCS#1 v1.5 with SHA-256); *sig is DER (ECDSA-Sig-Value) or the RSA
- * signature, malloc'd. */
-static CK_RV
-p11_sign(struct p11 *p, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE key, CK_KEY_TYPE kt,
-	 const unsigned char *data, size_t len, unsigned char **sig, size_t *siglen)
-{
-	unsigned char dg[32], raw[512];
-	CK_ULONG rawlen = sizeof(raw);
-	CK_MECHANISM mech = { kt == CKK_EC ? CKM_ECDSA : CKM_SHA256_RSA_PKCS, NULL, 0 };
-	ECDSA_SIG *es;
-	BIGNUM *r, *sv;
-	CK_RV rv;
-	int n;
-
-	if (kt != CKK_EC && kt != CKK_RSA)
-		return CKR_KEY_TYPE_INCONSISTENT;
-	if (kt == CKK_EC) {
-		SHA256(data, len, dg);
-		data = dg;
-		len = sizeof(dg);
-	}
-	if ((rv = p->f->C_SignInit(s, &mech, key)) != CKR_OK ||
-	    (rv = p->f->C_Sign(s, (CK_BYTE_PTR)data, len, raw, &rawlen)) != CKR_OK)
-		return rv;
-	if (kt == CKK_RSA) {
-		if ((*sig = malloc(rawlen)) == NULL)
-			return CKR_HOST_MEMORY;
-		memcpy(*sig, raw, rawlen);
-		*siglen = rawlen;
-		return CKR_OK;
-	}
-	/* PKCS#11 gives r || s; X.509 and EVP want the DER SEQUENCE. */
-	es = ECDSA_SIG_new();
-	r = BN_bin2bn(raw, (int)(rawlen / 2), NULL);
-	sv = BN_bin2bn(raw + rawlen / 2, (int)(rawlen / 2), NULL);
-	if (es == NULL || r == NULL || sv == NULL || ECDSA_SIG_set0(es, r, sv) != 1) {
-		ECDSA_SIG_free(es);
-		BN_free(r);
-		BN_free(sv);
-		return CKR_HOST_MEMORY;
-	}
-	*sig = NULL;
-	n = i2d_ECDSA_SIG(es, sig);
-	ECDSA_SIG_free(es);
-	if (n <= 0)
-		return CKR_HOST_MEMORY;
-	*siglen = (size_t)n;
-	return CKR_OK;
-}
+#include "pam_floor_p11.h"
 
 /* ---- the PAM handle's state ----------------------------------------------------------- */
 
@@ -411,7 +246,7 @@ login_cleanup(pam_handle_t *pamh, void *data, int status)
 	(void)pamh;
 	(void)status;
 	X509_free(l->cert);
-	p11_unload(&l->p11);
+	floor_p11_unload(&l->p11);
 	free(l->user);
 	free(l);
 }
@@ -544,7 +379,7 @@ login_and_prove(pam_handle_t *pamh, const struct opts *o, struct timing *t, stru
 		goto out;
 	}
 	rc = PAM_AUTH_ERR;
-	if ((rv = p11_find_one(&l->p11, s, kt_tmpl, 2, &key)) != CKR_OK ||
+	if ((rv = floor_p11_find_one(&l->p11, s, kt_tmpl, 2, &key)) != CKR_OK ||
 	    ((rv = l->p11.f->C_GetAttributeValue(s, key, ka, 2)) != CKR_OK &&
 	     rv != CKR_ATTRIBUTE_TYPE_INVALID) ||
 	    RAND_bytes(challenge, sizeof(challenge)) != 1) {
@@ -558,7 +393,7 @@ login_and_prove(pam_handle_t *pamh, const struct opts *o, struct timing *t, stru
 		rc = map_rv(rv);
 		goto out;
 	}
-	if ((rv = p11_sign(&l->p11, s, key, kt, challenge, sizeof(challenge), &sig,
+	if ((rv = floor_p11_sign(&l->p11, s, key, kt, challenge, sizeof(challenge), &sig,
 			   &siglen)) != CKR_OK) {
 		flog(pamh, o, LOG_ERR, "user '%s': challenge signature: 0x%lx", l->user, rv);
 		goto out;
@@ -617,16 +452,16 @@ authenticate(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 		return PAM_BUF_ERR;
 	}
 	rc = PAM_AUTHINFO_UNAVAIL;
-	if (p11_load(&l->p11, o->module) != 0) {
+	if (floor_p11_load(&l->p11, o->module) != 0) {
 		flog(pamh, o, LOG_ERR, "cannot load %s", o->module);
 		goto fail;
 	}
-	t_step(t, "p11_load");
-	if ((rv = p11_find_token(&l->p11, l->user, &slot, &flags)) != CKR_OK ||
+	t_step(t, "floor_p11_load");
+	if ((rv = floor_p11_find_token(&l->p11, l->user, &slot, &flags)) != CKR_OK ||
 	    (rv = l->p11.f->C_OpenSession(slot, CKF_SERIAL_SESSION, NULL, NULL, &s)) != CKR_OK ||
-	    (rv = p11_find_one(&l->p11, s, cert_tmpl, 2, &obj)) != CKR_OK ||
-	    (rv = p11_attr(&l->p11, s, obj, CKA_VALUE, &der, &derlen)) != CKR_OK ||
-	    (rv = p11_attr(&l->p11, s, obj, CKA_ID, &id, &idlen)) != CKR_OK) {
+	    (rv = floor_p11_find_one(&l->p11, s, cert_tmpl, 2, &obj)) != CKR_OK ||
+	    (rv = floor_p11_attr(&l->p11, s, obj, CKA_VALUE, &der, &derlen)) != CKR_OK ||
+	    (rv = floor_p11_attr(&l->p11, s, obj, CKA_ID, &id, &idlen)) != CKR_OK) {
 		flog(pamh, o, LOG_NOTICE, "user '%s': no token or certificate: 0x%lx", l->user, rv);
 		goto fail;
 	}
@@ -801,7 +636,7 @@ mint(struct login *l, X509 *issuer, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE ikey,
 			    NULL) != 1)
 		goto out;
 	if ((tbslen = i2d_re_X509_tbs(x, &tbs)) <= 0 ||
-	    p11_sign(&l->p11, s, ikey, ikt, tbs, (size_t)tbslen, &sig, &siglen) != CKR_OK)
+	    floor_p11_sign(&l->p11, s, ikey, ikt, tbs, (size_t)tbslen, &sig, &siglen) != CKR_OK)
 		goto out;
 	X509_get0_signature(&csig, &calg, x);
 	if (X509_ALGOR_set0((X509_ALGOR *)calg, OBJ_nid2obj(nid),
@@ -888,11 +723,11 @@ open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 		explicit_bzero(pin, sizeof(pin));
 		return PAM_SESSION_ERR;
 	}
-	if ((rv = p11_find_token(&l->p11, o->issuer_token, &slot, &flags)) == CKR_OK &&
+	if ((rv = floor_p11_find_token(&l->p11, o->issuer_token, &slot, &flags)) == CKR_OK &&
 	    (rv = l->p11.f->C_OpenSession(slot, CKF_SERIAL_SESSION, NULL, NULL, &s)) == CKR_OK &&
 	    ((rv = l->p11.f->C_Login(s, CKU_USER, (CK_UTF8CHAR_PTR)pin, strlen(pin))) == CKR_OK ||
 	     rv == CKR_USER_ALREADY_LOGGED_IN))
-		rv = p11_find_one(&l->p11, s, key_tmpl, 2, &ikey);
+		rv = floor_p11_find_one(&l->p11, s, key_tmpl, 2, &ikey);
 	explicit_bzero(pin, sizeof(pin));
 	if (rv == CKR_OK)
 		rv = l->p11.f->C_GetAttributeValue(s, ikey, &kt_attr, 1);
