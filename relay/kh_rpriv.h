@@ -23,6 +23,14 @@ int kh_rpriv_lookup(const char *user, uid_t *uid, gid_t *gid, kh_error *err);
 int kh_rpriv_raise_nofile(unsigned long want, kh_error *err);
 
 /*
+ * Leave whatever session keyring the starter had (a root shell's, whose
+ * keys root's logins link in) for a fresh anonymous one, so nothing the
+ * relay possesses after the drop came from the login that started it.
+ * systemd's KeyringMode=private does the same for the unit.
+ */
+int kh_rpriv_leave_session_keyring(kh_error *err);
+
+/*
  * Become uid/gid for good: no supplementary groups, every capability set
  * (effective, permitted, inheritable, ambient, bounding) empty,
  * no_new_privs, not dumpable.  Then prove it: the ids read back, capget

@@ -5,8 +5,9 @@
  *   as root:  policy, privileged-port check, run_as user, CA stores, the
  *             loopback listeners and the control sockets (errors still
  *             reach the terminal), then (daemon mode) fork;
- *   still root, in the process that serves: the keyring store (a process
- *             keyring does not survive fork), the netlink socket;
+ *   still root, in the process that serves: a fresh session keyring (not
+ *             the starter's), the keyring store (a process keyring does
+ *             not survive fork), the netlink socket;
  *   drop:     for good, to run_as, with nothing left (kh_rpriv_drop);
  *   as run_as: restore the sessions the keyring kept, start serving,
  *             tell systemd (or the waiting parent) it is ready.
@@ -295,6 +296,8 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 	if (!rd->opts.foreground && kh_relayd_daemonize(rd) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot become a daemon: %s", strerror(errno));
 	/* From here on in the process that serves. */
+	if (kh_rpriv_leave_session_keyring(err) != 0)
+		return -1;
 	rd->store = kh_rstore_open(rd->run_uid, rd->policy->relay.rundir,
 				   (size_t)rd->policy->relay.max_sessions, err);
 	if (rd->store == NULL)

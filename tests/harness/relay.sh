@@ -14,7 +14,8 @@
 #                [clusters=", { MORE CLUSTERS }"]
 #                         (re)write RELAY_CONF: the base policy plus these
 #   relay_start [ARGS]    start the daemon in the foreground (log:
-#                         $KH_TMP/relayd.log), wait until control.sock answers
+#                         $KH_TMP/relayd.log), wait until control.sock answers;
+#                         RELAY_WRAP (words) runs it through a wrapper
 #   relay_stop            SIGTERM and wait; relay_kill9: SIGKILL and wait
 #   relay_mint USER [O]   a session key and certificate for USER signed by the
 #                         host issuer: $RELAY_SESS/USER.chain, USER.key
@@ -134,7 +135,7 @@ EOF
 
 relay_start() {
 	local i
-	"$RELAYD" --config "$RELAY_CONF" --foreground ${RELAY_DEBUG:+--debug} "$@" \
+	${RELAY_WRAP:-} "$RELAYD" --config "$RELAY_CONF" --foreground ${RELAY_DEBUG:+--debug} "$@" \
 		>>"$KH_TMP/relayd.log" 2>&1 &
 	RELAY_PID=$!
 	for i in $(seq 1 100); do

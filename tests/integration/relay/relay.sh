@@ -10,8 +10,9 @@
 # and the Python client, over IPv4 and IPv6; a user without a session and
 # root get a 401 whose message kubectl prints; forgetting a session gives
 # the next request a 401 that says it ended; the daemon holds no
-# capability; it refuses a port an unprivileged user could bind; and while
-# it is down no user can bind its port.
+# capability, nor the session keyring of the shell that started it; it
+# refuses a port an unprivileged user could bind; and while it is down no
+# user can bind its port.
 set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
@@ -143,6 +144,22 @@ run setpriv --reuid="$(id -u "$bob")" --regid="$(id -g "$bob")" --init-groups --
 is "$rc:$out" "0:sessions=1 connections=0" "through user.sock a user ends their own session"
 relay_kc "$bob" get --raw /kh-whoami
 like "$rc:$err" "^1:.*ended at .* \(logout\)" "... and is told so at the next request"
+
+# --- started from a root shell, it keeps none of that shell's keys ---------
+relay_stop
+sess=khrootsess$$
+RELAY_WRAP="keyctl session $sess" relay_start
+ok $? "the relay starts from a root shell with a session keyring of its own ($sess)"
+gone=no
+for i in $(seq 1 40); do
+	grep -q " keyring *$sess: " /proc/keys || { gone=yes; break; }
+	sleep 0.05
+done
+is "$gone" yes "... and leaves that keyring before it serves (nothing holds it any more)" ||
+	diag "$(grep " $sess: " /proc/keys)"
+run relay_deliver "$alice"
+relay_kc "$alice" get --raw /kh-whoami
+is "$rc:$out" "0:$(serial "$alice") CN=$alice,O=dev" "... and serves as before" || diag "$err"
 
 # --- an API server by name, and one whose certificate names another host -------
 relay_stop
