@@ -4,6 +4,16 @@
 # relay protocol) plus libevent and libcap-ng;
 # --as-needed keeps the libraries it never calls (libp11, libconfig's
 # users aside) off its list of shared objects.
+#
+# What needs no socket, no loop and no root (HTTP heads, the answers the
+# relay makes itself, audit lines, pool and admission bookkeeping) is a
+# convenience library of its own, so tests/unit/relay/ can link it.
+noinst_LTLIBRARIES += relay/libkh-relay.la
+relay_libkh_relay_la_SOURCES = \
+	relay/kh_rhttp.c relay/kh_rhttp.h
+relay_libkh_relay_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+relay_libkh_relay_la_LIBADD = $(HTTP_PARSER_LIBS)
+
 sbin_PROGRAMS += relay/kubehsm-relayd
 relay_kubehsm_relayd_SOURCES = \
 	relay/kubehsm-relayd.c relay/kh_relayd.h \
@@ -20,8 +30,8 @@ relay_kubehsm_relayd_SOURCES = \
 relay_kubehsm_relayd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(CRYPTO_CFLAGS) \
 	$(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBCONFIG_CFLAGS) $(CAPNG_CFLAGS)
 relay_kubehsm_relayd_LDFLAGS = $(AM_LDFLAGS) -Wl,--as-needed
-relay_kubehsm_relayd_LDADD = $(kh_all_libs) $(LIBEVENT_LIBS) $(CRYPTO_LIBS) \
-	$(JANSSON_LIBS) $(KEYUTILS_LIBS) $(CAPNG_LIBS)
+relay_kubehsm_relayd_LDADD = relay/libkh-relay.la $(kh_all_libs) $(LIBEVENT_LIBS) $(CRYPTO_LIBS) \
+	$(JANSSON_LIBS) $(KEYUTILS_LIBS) $(CAPNG_LIBS) $(HTTP_PARSER_LIBS)
 dist_man_MANS += relay/kubehsm-relayd.8
 
 # The systemd unit, with the installed path of the daemon filled in.
