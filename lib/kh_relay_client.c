@@ -189,6 +189,11 @@ kh_relay_deliver(const char *rundir, const struct kh_relay_session *s, kh_error 
 	/* Borrowed, not copied: the caller owns (and wipes) the key. */
 	req.session = *s;
 	rc = kh_relay_call(rundir, KH_RELAY_CONTROL_SOCK, &req, &rep, err);
+	if (rc != 0 && err->code == KH_ERR_REFUSED && strstr(err->msg, "\"origin\"") != NULL) {
+		/* A relay from before the login origin: the session without it. */
+		memset(&req.session.origin, 0, sizeof(req.session.origin));
+		rc = kh_relay_call(rundir, KH_RELAY_CONTROL_SOCK, &req, &rep, err);
+	}
 	memset(&req.session, 0, sizeof(req.session));
 	if (rc == 0)
 		kh_relay_reply_clear(&rep);

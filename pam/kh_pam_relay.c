@@ -13,10 +13,38 @@
 #include <syslog.h>
 
 #include <security/pam_ext.h>
+#include <security/pam_modules.h>
 
 #include "lib/kh_mem.h"
 #include "pam/kh_pam_relay.h"
 #include "lib/kh_relay_client.h"
+
+/* PAM's own items, borrowed (not copied): printable, bounded, or left out. */
+static char *
+kh_pam_relay_item(pam_handle_t *pamh, int item)
+{
+	const void *v = NULL;
+	const char *s;
+	size_t i;
+
+	if (pam_get_item(pamh, item, &v) != PAM_SUCCESS || v == NULL)
+		return NULL;
+	s = v;
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i >= KH_RELAY_ORIGIN_MAX || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return NULL;
+	}
+	return i > 0 ? (char *)s : NULL;
+}
+
+/* Where this login came from, for the relay's audit log. */
+static void
+kh_pam_relay_origin(pam_handle_t *pamh, struct kh_relay_origin *o)
+{
+	o->service = kh_pam_relay_item(pamh, PAM_SERVICE);
+	o->rhost = kh_pam_relay_item(pamh, PAM_RHOST);
+	o->tty = kh_pam_relay_item(pamh, PAM_TTY);
+}
 
 int
 kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,
@@ -35,6 +63,7 @@ kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		.uid = rec->uid, .user = rec->user, .issuer = rec->issuer_id,
 		.expires = rec->expires, .chain_pem = rec->cert_chain_pem, .key_pem = rec->key_pem,
 	};
+	kh_pam_relay_origin(pamh, &s.origin);
 	if (kh_relay_deliver(policy->relay.rundir, &s, &rerr) != 0) {
 		if (policy->session.deliver == KH_DELIVER_RELAY)
 			return kh_fail(err, rerr.code, "kubehsm-relayd did not take the session "
