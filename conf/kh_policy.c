@@ -1204,7 +1204,8 @@ kh_load_polkit(const struct kh_loader *ld, const config_setting_t *root, struct 
 
 static const char *const kh_relay_keys[] = {
 	"run_as", "rundir", "handshake_timeout", "idle_timeout", "max_sessions",
-	"max_connections", "max_connections_per_user", "clusters", NULL,
+	"max_connections", "max_connections_per_user", "upstream_idle_timeout", "audit",
+	"clusters", NULL,
 };
 static const char *const kh_relay_cluster_keys[] = {
 	"name", "listen", "server", "ca_file", "server_name", "issuer", NULL,
@@ -1404,6 +1405,35 @@ kh_load_relay_clusters(const struct kh_loader *ld, const config_setting_t *g,
 	return 0;
 }
 
+/*
+ * relay.upstream_idle_timeout and relay.audit = { file = "..."; syslog = b; }:
+ * how long a pooled upstream connection waits for its uid's next request,
+ * and where the one-line-per-request audit log goes (file "" = none).
+ */
+#define KH_RELAY_DEFAULT_UPSTREAM_IDLE   "30s"
+static const char *const kh_relay_audit_keys[] = { "file", "syslog", NULL };
+
+static int
+kh_load_relay_audit(const struct kh_loader *ld, const config_setting_t *g,
+		    struct kh_relay_policy *r)
+{
+	const config_setting_t *a = config_setting_get_member(g, "audit");
+
+	if (kh_get_duration(ld, g, "relay", "upstream_idle_timeout",
+			    KH_RELAY_DEFAULT_UPSTREAM_IDLE, 1, 3600, &r->upstream_idle_timeout) != 0)
+		return -1;
+	if (a != NULL && !config_setting_is_group(a))
+		return kh_fail_at(ld, a, "relay.audit must be a group: audit = { file = \"%s\"; "
+				  "syslog = false; };", KH_RELAY_DEFAULT_AUDIT);
+	if (a != NULL && kh_check_keys(ld, a, "relay.audit", kh_relay_audit_keys) != 0)
+		return -1;
+	if (kh_get_string(ld, a, "relay.audit", "file", KH_RELAY_DEFAULT_AUDIT, KH_STR_ABSPATH,
+			  &r->audit_file, NULL) != 0 ||
+	    kh_get_bool(ld, a, "relay.audit", "syslog", false, &r->audit_syslog) != 0)
+		return -1;
+	return 0;
+}
+
 static int
 kh_load_relay(const struct kh_loader *ld, const config_setting_t *root, struct kh_policy *p)
 {
@@ -1451,7 +1481,7 @@ kh_load_relay(const struct kh_loader *ld, const config_setting_t *root, struct k
 		return kh_fail_at(ld, w, "relay.max_connections_per_user (%ld) is larger than "
 				  "relay.max_connections (%ld)", r->max_connections_per_user,
 				  r->max_connections);
-	if (kh_load_relay_clusters(ld, g, p) != 0)
+	if (kh_load_relay_audit(ld, g, r) != 0 || kh_load_relay_clusters(ld, g, p) != 0)
 		return -1;
 	/* The relay tells users apart by uid, not by login. */
 	if (p->session.deliver != KH_DELIVER_EXEC && p->session.scope != KH_SCOPE_USER)
@@ -1468,6 +1498,7 @@ kh_relay_policy_free(struct kh_relay_policy *r)
 
 	free(r->run_as);
 	free(r->rundir);
+	free(r->audit_file);
 	for (i = 0; r->clusters != NULL && i < r->nclusters; i++) {
 		free(r->clusters[i].name);
 		free(r->clusters[i].server);
@@ -1791,22 +1822,28 @@ static int
 kh_print_relay(FILE *out, const struct kh_policy *p)
 {
 	const struct kh_relay_policy *r = &p->relay;
-	char hs[32], idle[32];
+	char hs[32], idle[32], upidle[32];
 	size_t i;
 
 	if (!r->configured)
 		return fputs("# relay: not configured (kubehsm-relayd does not run)\n", out) == EOF ?
 			-1 : 0;
 	if (kh_duration_format(r->handshake_timeout, hs, sizeof(hs)) != 0 ||
-	    kh_duration_format(r->idle_timeout, idle, sizeof(idle)) != 0)
+	    kh_duration_format(r->idle_timeout, idle, sizeof(idle)) != 0 ||
+	    kh_duration_format(r->upstream_idle_timeout, upidle, sizeof(upidle)) != 0)
 		return -1;
 	if (fputs("relay = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "run_as", r->run_as) != 0 ||
 	    kh_print_str(out, "  ", "rundir", r->rundir) != 0 ||
 	    fprintf(out, "  handshake_timeout = \"%s\";\n  idle_timeout = \"%s\";\n"
 		    "  max_sessions = %ld;\n  max_connections = %ld;\n"
-		    "  max_connections_per_user = %ld;\n  clusters = (\n", hs, idle,
-		    r->max_sessions, r->max_connections, r->max_connections_per_user) < 0)
+		    "  max_connections_per_user = %ld;\n  upstream_idle_timeout = \"%s\";\n",
+		    hs, idle, r->max_sessions, r->max_connections, r->max_connections_per_user,
+		    upidle) < 0 ||
+	    fputs("  audit = {\n", out) == EOF ||
+	    kh_print_str(out, "    ", "file", r->audit_file) != 0 ||
+	    fprintf(out, "    syslog = %s;\n  };\n  clusters = (\n",
+		    r->audit_syslog ? "true" : "false") < 0)
 		return -1;
 	for (i = 0; i < r->nclusters; i++) {
 		const struct kh_relay_cluster *c = &r->clusters[i];
