@@ -89,7 +89,7 @@ kh_pam_relay_undo(pam_handle_t *pamh, const struct kh_policy *policy,
 	kh_error err = { 0 };
 
 	if (kh_relay_forget(policy->relay.rundir, rec->uid, rec->issuer_id, KH_RELAY_REVOKED,
-			    NULL, NULL, &err) != 0)
+			    NULL, NULL, &err) < 0)
 		pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd keeps a session this login "
 			   "could not record: %s", rec->user, err.msg);
 }
@@ -103,10 +103,19 @@ kh_pam_relay_forget(pam_handle_t *pamh, const struct kh_pam_opts *opts, const ch
 
 	if (rundir == NULL)
 		return;
-	if (kh_relay_forget(rundir, uid, NULL, KH_RELAY_LOGOUT, &sessions, &conns, &err) != 0) {
+	switch (kh_relay_forget(rundir, uid, NULL, KH_RELAY_LOGOUT, &sessions, &conns, &err)) {
+	case 0:
+		break;
+	case 1:
+		/* Not running is the usual reason, and nothing to report then. */
 		if (err.code != KH_ERR_NOTFOUND)
-			pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd was not told the "
-				   "session ended: %s", user, err.msg);
+			pam_syslog(pamh, LOG_NOTICE, "user '%s': kubehsm-relayd did not take the "
+				   "logout (%s); it applies root's note within seconds", user,
+				   err.msg);
+		return;
+	default:
+		pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd was not told the session "
+			   "ended: %s", user, err.msg);
 		return;
 	}
 	kh_pam_debug(pamh, opts, "user '%s': kubehsm-relayd forgot %u session(s), closed %u "

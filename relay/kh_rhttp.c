@@ -43,15 +43,18 @@ kh_rhttp_reset_message(struct kh_rhttp *h)
 	h->te_len = 0;
 	h->te_long = false;
 	h->target_len = 0;
-	h->target[0] = '\0';
+	if (h->target != NULL)
+		h->target[0] = '\0';
 	h->target_cut = false;
 	h->interim = false;
 }
 
 static void
-kh_rhttp_init(struct kh_rhttp *h, bool response, bool skip_body)
+kh_rhttp_init(struct kh_rhttp *h, bool response, bool skip_body, char *target)
 {
 	memset(h, 0, sizeof(*h));
+	h->target = target;
+	h->target_cap = target != NULL ? KH_RHTTP_TARGET_MAX + 1 : 0;
 	http_parser_init(&h->p, response ? HTTP_RESPONSE : HTTP_REQUEST);
 	h->p.data = h;
 	h->response = response;
@@ -60,23 +63,25 @@ kh_rhttp_init(struct kh_rhttp *h, bool response, bool skip_body)
 }
 
 void
-kh_rhttp_init_request(struct kh_rhttp *h)
+kh_rhttp_init_request(struct kh_rhttp *h, char *target)
 {
-	kh_rhttp_init(h, false, false);
+	kh_rhttp_init(h, false, false, target);
 }
 
 void
 kh_rhttp_init_response(struct kh_rhttp *h, bool skip_body)
 {
-	kh_rhttp_init(h, true, skip_body);
+	kh_rhttp_init(h, true, skip_body, NULL);
 }
 
 static int
 kh_rhttp_on_url(http_parser *p, const char *at, size_t n)
 {
 	struct kh_rhttp *h = p->data;
-	size_t room = KH_RHTTP_TARGET_MAX - h->target_len;
+	size_t room = h->target_cap > 0 ? h->target_cap - 1 - h->target_len : 0;
 
+	if (h->target == NULL)
+		return 0;
 	if (n > room) {
 		n = room;
 		h->target_cut = true;
@@ -173,7 +178,7 @@ kh_rhttp_check_request(const struct kh_rhttp *h)
 
 	if (h->p.method == HTTP_CONNECT)
 		return "CONNECT is not relayed";
-	if (h->target[0] != '/')
+	if (h->target == NULL || h->target[0] != '/')
 		return "the request target must be a path (origin-form)";
 	if (h->ncl > 1)
 		return "more than one Content-Length header";
@@ -350,9 +355,13 @@ kh_rhttp_query_has(const char *q, const char *name, const char *value)
 bool
 kh_rhttp_is_watch(const struct kh_rhttp *h)
 {
-	const char *q = strchr(h->target, '?');
-	size_t plen = q != NULL ? (size_t)(q - h->target) : h->target_len;
+	const char *q;
+	size_t plen;
 
+	if (h->target == NULL)
+		return false;
+	q = strchr(h->target, '?');
+	plen = q != NULL ? (size_t)(q - h->target) : h->target_len;
 	if (plen >= 7 && memmem(h->target, plen, "/watch/", 7) != NULL)
 		return true;
 	return q != NULL && (kh_rhttp_query_has(q + 1, "watch", "1") ||

@@ -54,7 +54,8 @@ struct kh_rhttp {
 	char te[16];                    /* the Transfer-Encoding value, if short */
 	size_t te_len;
 	bool te_long;
-	char target[KH_RHTTP_TARGET_MAX + 1];   /* request target (requests) */
+	char *target;                   /* request target: the caller's buffer */
+	size_t target_cap;              /* its size (KH_RHTTP_TARGET_MAX + 1) */
 	size_t target_len;
 	bool target_cut;
 	bool skip_body;                 /* responses: the request was HEAD */
@@ -63,7 +64,8 @@ struct kh_rhttp {
 	enum kh_rhttp_ev ev;            /* set by the callbacks */
 };
 
-void kh_rhttp_init_request(struct kh_rhttp *h);
+/* target: where the request target goes (KH_RHTTP_TARGET_MAX + 1 bytes). */
+void kh_rhttp_init_request(struct kh_rhttp *h, char *target);
 /* skip_body: the request this answers was a HEAD (no body follows). */
 void kh_rhttp_init_response(struct kh_rhttp *h, bool skip_body);
 
