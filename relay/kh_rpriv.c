@@ -94,13 +94,15 @@ kh_rpriv_raise_nofile(unsigned long want, kh_error *err)
 	return 0;
 }
 
-int
+long
 kh_rpriv_leave_session_keyring(kh_error *err)
 {
-	if (keyctl_join_session_keyring(NULL) < 0)
+	long k = keyctl_join_session_keyring(NULL);
+
+	if (k < 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot join a fresh session keyring: %s",
 			       strerror(errno));
-	return 0;
+	return k;
 }
 
 static int

@@ -313,6 +313,7 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 	const struct kh_relay_policy *rp = &rd->policy->relay;
 	size_t i, npending = 0;
 	bool dns = false;
+	long ses;
 
 	if (kh_relayd_clusters(rd, err) != 0 ||
 	    kh_rpriv_raise_nofile((unsigned long)rd->policy->relay.max_connections * 2 + 256,
@@ -323,8 +324,10 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 	if (!rd->opts.foreground && kh_relayd_daemonize(rd) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot become a daemon: %s", strerror(errno));
 	/* From here on in the process that serves. */
-	if (kh_rpriv_leave_session_keyring(err) != 0)
+	ses = kh_rpriv_leave_session_keyring(err);
+	if (ses < 0)
 		return -1;
+	kh_rlog(LOG_INFO, "session keyring %ld: a fresh one, not the one it was started with", ses);
 	rd->store = kh_rstore_open(rd->run_uid, rd->policy->relay.rundir,
 				   (size_t)rd->policy->relay.max_sessions, err);
 	if (rd->store == NULL)
