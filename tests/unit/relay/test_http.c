@@ -17,6 +17,8 @@
 
 #include "relay/kh_rhttp.h"
 
+static char target[KH_RHTTP_TARGET_MAX + 1];
+
 /* Feed a whole request; the events in order as letters (H head, D done,
  * B bad, M more) and the bytes each consumed. */
 static enum kh_rhttp_ev
@@ -52,7 +54,7 @@ bad_reason(const char *req)
 	char trace[64];
 	size_t used;
 
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	if (feed_all(&h, req, strlen(req), trace, &used) != KH_RHTTP_BAD)
 		return NULL;
 	return h.why;
@@ -68,7 +70,7 @@ test_simple_get(void **state)
 	size_t used;
 
 	(void)state;
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	assert_int_equal(feed_all(&h, req, sizeof(req) - 1, trace, &used), KH_RHTTP_DONE);
 	assert_string_equal(trace, "HD");
 	assert_int_equal(used, sizeof(req) - 1);
@@ -88,7 +90,7 @@ test_head_then_body(void **state)
 	size_t used, off;
 
 	(void)state;
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	assert_int_equal(kh_rhttp_feed(&h, req, sizeof(req) - 1, &used), KH_RHTTP_HEAD);
 	/* The head ends at its last LF; the body is parsed for framing only. */
 	assert_true(used < sizeof(req) - 1 - 5);
@@ -113,7 +115,7 @@ test_pipelined_in_order(void **state)
 	enum kh_rhttp_ev ev;
 
 	(void)state;
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	while (off < sizeof(req) - 1) {
 		ev = kh_rhttp_feed(&h, req + off, sizeof(req) - 1 - off, &used);
 		off += used;
@@ -137,7 +139,7 @@ test_byte_at_a_time(void **state)
 	int heads = 0, dones = 0;
 
 	(void)state;
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	for (i = 0; i < sizeof(req) - 1;) {
 		enum kh_rhttp_ev ev = kh_rhttp_feed(&h, req + i, 1, &used);
 
@@ -228,19 +230,19 @@ test_upgrade_and_watch(void **state)
 	size_t used;
 
 	(void)state;
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	assert_int_equal(feed_all(&h, req, sizeof(req) - 1, trace, &used), KH_RHTTP_DONE);
 	assert_true(kh_rhttp_upgrade(&h));
 	assert_int_equal(used, sizeof(req) - 1 - strlen("tunnel bytes"));
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	req_all(&h, "GET /api/v1/namespaces?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n",
 		       trace, &used);
 	assert_true(kh_rhttp_is_watch(&h));
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	req_all(&h, "GET /api/v1/pods?a=b&watch=true HTTP/1.1\r\nHost: x\r\n\r\n",
 		       trace, &used);
 	assert_true(kh_rhttp_is_watch(&h));
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	req_all(&h, "GET /api/v1/pods?nowatch=1 HTTP/1.1\r\nHost: x\r\n\r\n",
 		       trace, &used);
 	assert_false(kh_rhttp_is_watch(&h));
@@ -254,10 +256,10 @@ test_http10_not_kept_alive(void **state)
 	size_t used;
 
 	(void)state;
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	req_all(&h, "GET / HTTP/1.0\r\nHost: x\r\n\r\n", trace, &used);
 	assert_false(kh_rhttp_keep_alive(&h));
-	kh_rhttp_init_request(&h);
+	kh_rhttp_init_request(&h, target);
 	req_all(&h, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n", trace, &used);
 	assert_false(kh_rhttp_keep_alive(&h));
 }
