@@ -350,11 +350,11 @@ static int
 kh_admin_audit(struct kh_audit_filter *f, const char *file)
 {
 	struct kh_policy *policy = NULL;
-	struct passwd *pw;
+	struct passwd *pw = f->user != NULL ? getpwnam(f->user) : NULL;
 	kh_error err;
 	int rc;
 
-	if (f->user != NULL && (pw = getpwnam(f->user)) == NULL) {
+	if (f->user != NULL && pw == NULL) {
 		char *end;
 		unsigned long v;
 
