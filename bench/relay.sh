@@ -25,6 +25,8 @@
 #                     are built if missing); default /var/tmp/kubehsm-bench-build
 #   BENCH_OUT=DIR     raw data (default $KH_BUILDDIR/bench-relay; never in the tree)
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP   override the mode
+#   BENCH_PARTS="rss audit"   run only those parts (kubectl requests stream load
+#                     rss audit), print their CSVs and write no report
 #
 # Results: the relay section of bench/RESULTS.md; the raw data stays in
 # BENCH_OUT.  Everything it creates goes at exit.
@@ -52,6 +54,8 @@ else
 	REQS=300 STREAM_ROUNDS=5 LOAD_ROUNDS=3 AUDIT_ROUNDS=6 MODE=full
 fi
 LOAD_USERS=20 LOAD_P=50 OPEN_CONNS=1000
+PARTS=${BENCH_PARTS:-kubectl requests stream load rss audit}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 # --- the build ----------------------------------------------------------------
 KH_SRCDIR=$SRC
@@ -142,7 +146,7 @@ HAP_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0
 cat >"$HAP_DIR/haproxy.cfg" <<EOF
 global
   nbthread 1
-  maxconn 20000
+  maxconn 8000
 defaults
   mode http
   timeout connect 10s
@@ -166,7 +170,7 @@ for kc in "$RELAY_KUBECONFIG" "$KC_STATIC"; do
 	out=$(relay_as "$U" "$KUBECTL" --kubeconfig "$kc" get --raw /version </dev/null) &&
 		grep -q '"gitVersion"' <<<"$out" || die "kubectl with ${kc##*/}: $out"
 done
-out=$(relay_as "$U" curl -s "$HAP_URL/kh-whoami") && grep -q "CN=$U" <<<"$out" || die "haproxy: $out"
+out=$(relay_as "$U" curl -s "$HAP_URL/kh-whoami") && grep -q "CN=$U" <<<"$out" || die "haproxy: $out $(tail -5 "$HAP_DIR/log")"
 # url_for PATH-KIND: the URL of a path through relay, haproxy or direct
 url_for() { case $1 in relay) echo "$RELAY_URL$2" ;; haproxy) echo "$HAP_URL$2" ;; direct) echo "$KUBEAPI_URL$2" ;; esac; }
 curl_for() { if [ "$1" = direct ]; then echo "${CURL_DIRECT[*]}"; else echo curl -s; fi; }
@@ -178,8 +182,9 @@ TCK=$(getconf CLK_TCK)
 # --- 1. kubectl end to end ------------------------------------------------------------
 HF=$KH_TMP/hf
 install -d -o "$U" -m 0700 "$HF"
-log "kubectl: $ROUNDS rounds x $RUNS runs, relay and static certificate"
+part kubectl && log "kubectl: $ROUNDS rounds x $RUNS runs, relay and static certificate"
 for ((r = 0; r < ROUNDS; r++)); do
+	part kubectl || break
 	a=(-n relay "$KUBECTL --kubeconfig $RELAY_KUBECONFIG get --raw /version")
 	b=(-n static-cert "$KUBECTL --kubeconfig $KC_STATIC get --raw /version")
 	if ((r % 2)); then args=("${b[@]}" "${a[@]}"); else args=("${a[@]}" "${b[@]}"); fi
@@ -193,6 +198,7 @@ urls() { local i; for ((i = 0; i < REQS; i++)); do printf -- '-o /dev/null %s\n'
 echo "round,path,request,seconds" >"$RES/requests.csv"
 log "per request: $ROUNDS rounds x $REQS requests, relay, haproxy, direct"
 for ((r = 0; r < ROUNDS; r++)); do
+	part requests || break
 	for path in $(order "$r" relay haproxy direct); do
 		mapfile -t t < <(relay_as "$U" $(curl_for "$path") -w '%{time_total}\n' \
 			$(urls "$(url_for "$path" /version)"))
@@ -205,6 +211,7 @@ done
 echo "round,records,path,bytes,bytes_per_s,proxy_cpu_s" >"$RES/stream.csv"
 log "stream: $STREAM_ROUNDS rounds x 100 MiB x {16k,4k} x {relay,haproxy,direct}"
 for ((r = 0; r < STREAM_ROUNDS; r++)); do
+	part stream || break
 	for rec in 16k 4k; do
 		[ $rec = 16k ] && p=/kh-big || p="/kh-stream?bytes=$BYTES"
 		for path in $(order "$r" relay haproxy direct); do
@@ -221,6 +228,7 @@ done
 # --- 4. 20 users x 50 concurrent requests ----------------------------------------------------
 log "load: $LOAD_USERS users x $LOAD_P concurrent requests, $LOAD_ROUNDS rounds"
 LU=()
+part load || LOAD_USERS=0 LOAD_ROUNDS=0
 for i in $(seq 1 $LOAD_USERS); do
 	v=load$(printf "\\$(printf %o $((96 + i)))")
 	make_user "$v"
@@ -287,6 +295,7 @@ time.sleep(90)
 	for i in $(seq 1 900); do [ -e "$KH_TMP/open/ready" ] && break; sleep 0.1; done
 }
 for proxy in relay haproxy; do
+	part rss || break
 	[ $proxy = relay ] && pid=$RELAY_PID port=$RELAY_PORT || pid=$HAP_PID port=$HAP_PORT
 	echo "$proxy,baseline,0,$(rss "$pid")," >>"$RES/rss.csv"
 	for mode in idle inflight; do
@@ -312,6 +321,7 @@ done
 echo "round,audit,request,seconds" >"$RES/audit.csv"
 log "audit: $AUDIT_ROUNDS rounds x $REQS requests, audit on and off (a restart each)"
 for ((r = 0; r < AUDIT_ROUNDS; r++)); do
+	part audit || break
 	for a in $( ((r % 2)) && echo "off on" || echo "on off"); do
 		relay_stop
 		if [ $a = on ]; then unset RELAY_AUDIT_SET; else RELAY_AUDIT_SET='audit = { file = ""; };'; fi
@@ -328,5 +338,9 @@ echo "audit_lines=$(wc -l <"$RELAY_AUDIT")" >>"$RES/machine.txt"
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/machine.txt"
 echo "relay_sessions=$(relay_ctl list | wc -l)" >>"$RES/machine.txt"
 relay_stop
+if [ -n "${BENCH_PARTS:-}" ]; then
+	tail -n +1 "$RES"/*.csv
+	exit 0
+fi
 /usr/bin/python3 "$BENCH/relay_report.py" "$BENCH" "$RES" || die "report"
 log "done: $BENCH/RESULTS.md (relay section); raw data in $RES"

@@ -13,6 +13,7 @@
 
 static char *kh_rbuf_spare[KH_RBUF_SPARE_MAX];
 static size_t kh_rbuf_nspare, kh_rbuf_nused;
+static bool kh_rbuf_freed;
 
 bool
 kh_rbuf_take(struct kh_rbuf *b)
@@ -32,10 +33,12 @@ kh_rbuf_drop(struct kh_rbuf *b)
 {
 	if (b->data == NULL)
 		return;
-	if (kh_rbuf_nspare < KH_RBUF_SPARE_MAX)
+	if (kh_rbuf_nspare < KH_RBUF_SPARE_MAX) {
 		kh_rbuf_spare[kh_rbuf_nspare++] = b->data;
-	else
+	} else {
 		free(b->data);
+		kh_rbuf_freed = true;
+	}
 	kh_rbuf_nused--;
 	b->data = NULL;
 	b->off = b->len = 0;
@@ -74,6 +77,13 @@ kh_rbuf_trim(void)
 {
 	while (kh_rbuf_nspare > 0)
 		free(kh_rbuf_spare[--kh_rbuf_nspare]);
+	kh_rbuf_freed = false;
+}
+
+bool
+kh_rbuf_heap_dirty(void)
+{
+	return kh_rbuf_freed;
 }
 
 void

@@ -37,6 +37,9 @@ static inline char *kh_rbuf_head(const struct kh_rbuf *b) { return b->data + b->
 void kh_rbuf_consume(struct kh_rbuf *b, size_t n);
 /* Free the spare blocks (the heap trim timer calls this when idle). */
 void kh_rbuf_trim(void);
+/* Blocks went back to malloc since the last kh_rbuf_trim: the heap has
+ * free pages worth handing back to the kernel. */
+bool kh_rbuf_heap_dirty(void);
 /* Blocks in use and spare, for the tests and the log. */
 void kh_rbuf_counts(size_t *used, size_t *spare);
 

@@ -487,7 +487,11 @@ kh_rconn_flush_up(struct kh_rconn *c)
 		kh_rconn_close(c);
 		return -1;
 	}
+	/* Sent: a request waiting for its answer holds no buffer of ours or
+	 * OpenSSL's (SSL_free_buffers keeps any still in use). */
 	kh_rbuf_give(&c->in);
+	if (c->in.data == NULL)
+		(void)SSL_free_buffers(c->up->ssl);
 	return 0;
 }
 

@@ -190,6 +190,9 @@ kh_rup_handshake(struct kh_rup *up)
 	}
 	(void)event_del(up->timer);
 	up->state = KH_UP_BUSY;
+	/* The handshake's record buffers go now, not at the first answer. */
+	(void)SSL_free_buffers(up->ssl);
+	up->rd->trim_due = true;
 	kh_rlog(LOG_DEBUG, "uid %u: connected to %s (%s)", (unsigned)up->user->uid,
 		up->cl->conf->server, SSL_session_reused(up->ssl) ? "resumed" : "full handshake");
 	up->ops->ready(up->arg, up);

@@ -268,9 +268,10 @@ kh_relayd_refresh(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Once a second at most, hand the heap that idle connections gave back to
- * the kernel: thousands of TLS connections free their buffers in scattered
- * places, which malloc would otherwise keep as resident memory.
+ * Once a second at most, hand the heap that connections gave back to the
+ * kernel: thousands of TLS handshakes and bursts free their buffers in
+ * scattered places, which malloc would otherwise keep as resident memory
+ * (a connection waiting for its answer needs none of it).
  */
 static void
 kh_relayd_trim(evutil_socket_t fd, short what, void *arg)
@@ -279,7 +280,7 @@ kh_relayd_trim(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!rd->trim_due)
+	if (!rd->trim_due && !kh_rbuf_heap_dirty())
 		return;
 	rd->trim_due = false;
 	kh_rbuf_trim();
