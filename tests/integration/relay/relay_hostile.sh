@@ -44,10 +44,24 @@ others_ok() {
 hostile() {
 	local u=$1 secs=$2; shift 2
 	timeout "$((secs + 60))" prlimit --nofile=8192:8192 setpriv --reuid="$(id -u "$u")" \
-		--regid="$(id -g "$u")" --init-groups --reset-env $PY -c "$*" >"$KH_TMP/h.out" 2>&1 &
+		--regid="$(id -g "$u")" --init-groups --reset-env env PYTHONPATH="$KH_TMP/py" \
+		$PY -c "$*" >"$KH_TMP/h.out" 2>&1 &
 	HPID=$!
 }
 relay_alive() { kill -0 "$RELAY_PID" 2>/dev/null; }
+# The peers below ask whether the relay still holds their sockets open.
+mkdir -p "$KH_TMP/py" && chmod 0755 "$KH_TMP/py"
+cat >"$KH_TMP/py/khalive.py" <<'EOF'
+def alive(s):
+    """The relay has not closed s (nothing to read, or a byte)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+EOF
 
 # --- garbage ----------------------------------------------------------
 cat >"$KH_TMP/garbage.py" <<EOF
@@ -138,21 +152,14 @@ for i in range(200):
         socks.append(s)
     except OSError:
         pass
-def alive(s):
-    s.setblocking(False)
-    try:
-        return s.recv(1) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+from khalive import alive
 print("held", sum(alive(s) for s in socks), flush=True)
 open("$KH_TMP/ctlflood/ready", "w").close()
 time.sleep(30)
 EOF
 mkdir -m 0777 "$KH_TMP/ctlflood"
 timeout 60 setpriv --reuid="$(id -u "$eve")" --regid="$(id -g "$eve")" --init-groups --reset-env \
-	$PY "$KH_TMP/ctlflood.py" >"$KH_TMP/ctlflood.out" 2>&1 &
+	env PYTHONPATH="$KH_TMP/py" $PY "$KH_TMP/ctlflood.py" >"$KH_TMP/ctlflood.out" 2>&1 &
 FLOOD=$!
 for i in $(seq 1 100); do [ -e "$KH_TMP/ctlflood/ready" ] && break; sleep 0.1; done
 is "$(cat "$KH_TMP/ctlflood.out")" "held 4" "a user opening 200 user.sock connections holds 4 (the per-uid cap)"
@@ -223,14 +230,7 @@ hostile "$eve" 20 "
 import socket, time
 socks = [socket.create_connection(('127.0.0.1', $RELAY_PORT)) for _ in range(10)]
 time.sleep($HS + 3)
-def alive(s):
-    s.setblocking(False)
-    try:
-        return s.recv(1) != b''
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+from khalive import alive
 print('left', sum(alive(s) for s in socks), flush=True)
 "
 wait "$HPID"
@@ -252,14 +252,7 @@ for i in range(5000):
         pass
 print('opened', len(socks), flush=True)
 time.sleep(1)
-def alive(s):
-    s.setblocking(False)
-    try:
-        return s.recv(1) != b''
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+from khalive import alive
 print('held', sum(alive(s) for s in socks), flush=True)
 open('$KH_TMP/flood/ready', 'w').close()
 time.sleep(30)
