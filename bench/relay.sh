@@ -160,7 +160,7 @@ backend be
 EOF
 haproxy -db -f "$HAP_DIR/haproxy.cfg" >"$HAP_DIR/log" 2>&1 &
 HAP_PID=$!
-on_exit "kill $HAP_PID"
+on_exit 'kill $HAP_PID'
 for i in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$HAP_PORT") 2>/dev/null && break; sleep 0.1; done
 
 RELAY_URL=http://127.0.0.1:$RELAY_PORT
@@ -259,17 +259,29 @@ for ((r = 0; r < LOAD_ROUNDS; r++)); do
 done
 
 # --- 5. memory: 1000 idle kept-alive clients, then 1000 requests in flight --------------
-# A fresh relay (its sessions come back from the keyring), so what the load
-# above left in its heap does not count; haproxy measured the same way.
-relay_stop
-relay_start || die "kubehsm-relayd did not restart"
-kill "$HAP_PID"; wait "$HAP_PID" 2>/dev/null
-haproxy -db -f "$HAP_DIR/haproxy.cfg" >>"$HAP_DIR/log" 2>&1 &
-HAP_PID=$!
-on_exit "kill $HAP_PID"
-for i in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$HAP_PORT") 2>/dev/null && break; sleep 0.1; done
+# Each measurement starts from a fresh process (the relay's sessions come
+# back from its keyring), so what earlier parts left in a heap does not
+# count; haproxy is measured the same way.
 rss() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
-echo "proxy,state,connections,rss_kib,upstream" >"$RES/rss.csv"
+start_haproxy() {
+	haproxy -db -f "$HAP_DIR/haproxy.cfg" >>"$HAP_DIR/log" 2>&1 &
+	HAP_PID=$!
+	for i in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$HAP_PORT") 2>/dev/null && break; sleep 0.1; done
+}
+# fresh PROXY: restart it; PID and PORT name the new process
+fresh() {
+	if [ "$1" = relay ]; then
+		relay_stop
+		relay_start || die "kubehsm-relayd did not restart"
+		pid=$RELAY_PID port=$RELAY_PORT
+	else
+		kill "$HAP_PID"; wait "$HAP_PID" 2>/dev/null
+		start_haproxy
+		pid=$HAP_PID port=$HAP_PORT
+	fi
+	sleep 1
+}
+echo "proxy,state,connections,rss_kib,upstream,baseline_kib" >"$RES/rss.csv"
 mkdir -m 0777 "$KH_TMP/open"
 # open_clients PORT MODE: OPEN_CONNS connections; idle = one request each,
 # answered, then silence; inflight = a request each the server answers in 2 min
@@ -296,10 +308,10 @@ time.sleep(90)
 }
 for proxy in relay haproxy; do
 	part rss || break
-	[ $proxy = relay ] && pid=$RELAY_PID port=$RELAY_PORT || pid=$HAP_PID port=$HAP_PORT
-	echo "$proxy,baseline,0,$(rss "$pid")," >>"$RES/rss.csv"
 	for mode in idle inflight; do
 		log "rss: $proxy, $OPEN_CONNS clients, $mode"
+		fresh $proxy
+		base=$(rss "$pid")
 		open_clients "$port" $mode
 		if [ $mode = inflight ]; then
 			for i in $(seq 1 300); do
@@ -311,7 +323,7 @@ for proxy in relay haproxy; do
 		# Steady state: idle buffers given back, the heap trimmed (once a second).
 		sleep 3
 		up=$(ss -Htn state established "sport = :${KUBEAPI_URL##*:}" | wc -l)
-		echo "$proxy,$mode,$OPEN_CONNS,$(rss "$pid"),$up" >>"$RES/rss.csv"
+		echo "$proxy,$mode,$OPEN_CONNS,$(rss "$pid"),$up,$base" >>"$RES/rss.csv"
 		kill "$OPENER" 2>/dev/null; wait "$OPENER" 2>/dev/null
 		sleep 2
 	done

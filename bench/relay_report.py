@@ -91,18 +91,19 @@ row(f"R4. {len(users)} users × 50 concurrent requests ({nround} rounds): failur
 # 5. memory
 rss = {(r["proxy"], r["state"]): r for r in csv.DictReader(open(os.path.join(res, "rss.csv")))}
 kib = lambda p, s: int(rss[(p, s)]["rss_kib"])
+base = lambda p, s: int(rss[(p, s)]["baseline_kib"])
 n = int(rss[("relay", "idle")]["connections"])
 idle = kib("relay", "idle")
 row(f"R5a. relay RSS with {n} kept-alive client connections that each made one request and sit idle",
     f"{idle / 1024:.1f} MiB", "", "≤ 16 MiB", idle <= 16 * 1024,
-    f"baseline {kib('relay', 'baseline') / 1024:.1f} MiB; upstream connections open: "
+    f"fresh process {base('relay', 'idle') / 1024:.1f} MiB; upstream connections open: "
     f"{rss[('relay', 'idle')]['upstream']}; haproxy {kib('haproxy', 'idle') / 1024:.1f} MiB "
-    f"(baseline {kib('haproxy', 'baseline') / 1024:.1f} MiB)")
-per_r = (kib("relay", "inflight") - kib("relay", "baseline")) * 1024 / n
-per_h = (kib("haproxy", "inflight") - kib("haproxy", "baseline")) * 1024 / n
+    f"(fresh {base('haproxy', 'idle') / 1024:.1f} MiB)")
+per_r = (kib("relay", "inflight") - base("relay", "inflight")) * 1024 / n
+per_h = (kib("haproxy", "inflight") - base("haproxy", "inflight")) * 1024 / n
 row(f"R5b. bytes per connection with a request in flight on each of {n}: relay / haproxy",
     f"{per_r / per_h:.2f}", "", "≤ 0.5", per_r <= 0.5 * per_h,
-    f"{per_r / 1024:.1f} KiB vs {per_h / 1024:.1f} KiB per connection (RSS over baseline); "
+    f"{per_r / 1024:.1f} KiB vs {per_h / 1024:.1f} KiB per connection (RSS over a fresh process); "
     f"upstream connections: relay {rss[('relay', 'inflight')]['upstream']}, "
     f"haproxy {rss[('haproxy', 'inflight')]['upstream']}")
 
