@@ -27,6 +27,8 @@
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP   override the mode
 #   BENCH_PARTS="rss audit"   run only those parts (kubectl requests stream load
 #                     rss audit), print their CSVs and write no report
+#   BENCH_RELAYD=FILE another kubehsm-relayd to measure (an older build; with
+#                     RELAY_AUDIT_SET="" for one that predates relay.audit)
 #
 # Results: the relay section of bench/RESULTS.md; the raw data stays in
 # BENCH_OUT.  Everything it creates goes at exit.
@@ -76,6 +78,7 @@ if [ ! -x "$KH_BUILDDIR/tests/probes/relay_client" ]; then
 fi
 
 . "$SRC/tests/harness/relay.sh"
+RELAYD=${BENCH_RELAYD:-$RELAYD}
 trap 'exit 130' INT TERM HUP
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" 2>/dev/null || true
 RES=${BENCH_OUT:-$KH_BUILDDIR/bench-relay}
