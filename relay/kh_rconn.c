@@ -509,7 +509,10 @@ kh_rconn_client_ended(struct kh_rconn *c)
 		break;
 	case KH_RC_REQ:
 	case KH_RC_UPWAIT:
-		if (c->req_done) {
+		/* A client may half-close after its request and still read the
+		 * answer; a watch's client that goes has gone for good, and its
+		 * stream may stay quiet for minutes. */
+		if (c->req_done && !c->watch) {
 			c->close_after = true;  /* its answer still goes out */
 			return 0;
 		}
