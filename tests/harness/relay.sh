@@ -18,7 +18,11 @@
 #                         bodies) and a policy (RELAY_CONF) with a relay
 #                         section; sets RELAY_RUNDIR, RELAY_KUBECONFIG and
 #                         RELAY_AUDIT (the audit log, under $KH_TMP;
-#                         RELAY_AUDIT_SET replaces the whole audit setting)
+#                         RELAY_AUDIT_SET replaces the whole audit setting:
+#                         'audit = { file = ""; };' for none, or empty for
+#                         no setting at all, only for a relay from before
+#                         relay.audit: a current one would then write
+#                         /var/log/kubehsm/audit.log)
 #   relay_setup CONF      the same on top of an existing policy and endpoint
 #                         (the login-program tests have their own)
 #   relay_policy [deliver=exec|relay|both] [relay=TEXT-IN-THE-SECTION]
