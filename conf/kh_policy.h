@@ -67,6 +67,8 @@ struct kh_issuer {
 #define KH_RELAY_NAME_MAX 32
 /* relay.rundir when the policy does not say. */
 #define KH_RELAY_DEFAULT_RUNDIR "/run/kubehsm-relayd"
+/* relay.audit.file when the policy does not say. */
+#define KH_RELAY_DEFAULT_AUDIT "/var/log/kubehsm/audit.log"
 
 /* One API server the relay serves on one loopback port. */
 struct kh_relay_cluster {
@@ -89,6 +91,9 @@ struct kh_relay_policy {
 	long max_sessions;
 	long max_connections;
 	long max_connections_per_user;
+	long upstream_idle_timeout; /* seconds a pooled upstream connection waits */
+	char *audit_file;       /* relay.audit.file: one JSON line per request; "" = none */
+	bool audit_syslog;      /* relay.audit.syslog: the same lines to syslog (authpriv) */
 	struct kh_relay_cluster *clusters;
 	size_t nclusters;
 };

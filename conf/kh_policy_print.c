@@ -113,22 +113,28 @@ static int
 kh_print_relay(FILE *out, const struct kh_policy *p)
 {
 	const struct kh_relay_policy *r = &p->relay;
-	char hs[32], idle[32];
+	char hs[32], idle[32], upidle[32];
 	size_t i;
 
 	if (!r->configured)
 		return fputs("# relay: not configured (kubehsm-relayd does not run)\n", out) == EOF ?
 			-1 : 0;
 	if (kh_duration_format(r->handshake_timeout, hs, sizeof(hs)) != 0 ||
-	    kh_duration_format(r->idle_timeout, idle, sizeof(idle)) != 0)
+	    kh_duration_format(r->idle_timeout, idle, sizeof(idle)) != 0 ||
+	    kh_duration_format(r->upstream_idle_timeout, upidle, sizeof(upidle)) != 0)
 		return -1;
 	if (fputs("relay = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "run_as", r->run_as) != 0 ||
 	    kh_print_str(out, "  ", "rundir", r->rundir) != 0 ||
 	    fprintf(out, "  handshake_timeout = \"%s\";\n  idle_timeout = \"%s\";\n"
 		    "  max_sessions = %ld;\n  max_connections = %ld;\n"
-		    "  max_connections_per_user = %ld;\n  clusters = (\n", hs, idle,
-		    r->max_sessions, r->max_connections, r->max_connections_per_user) < 0)
+		    "  max_connections_per_user = %ld;\n  upstream_idle_timeout = \"%s\";\n",
+		    hs, idle, r->max_sessions, r->max_connections, r->max_connections_per_user,
+		    upidle) < 0 ||
+	    fputs("  audit = {\n", out) == EOF ||
+	    kh_print_str(out, "    ", "file", r->audit_file) != 0 ||
+	    fprintf(out, "    syslog = %s;\n  };\n  clusters = (\n",
+		    r->audit_syslog ? "true" : "false") < 0)
 		return -1;
 	for (i = 0; i < r->nclusters; i++) {
 		const struct kh_relay_cluster *c = &r->clusters[i];

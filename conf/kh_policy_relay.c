@@ -31,7 +31,8 @@
 
 static const char *const kh_relay_keys[] = {
 	"run_as", "rundir", "handshake_timeout", "idle_timeout", "max_sessions",
-	"max_connections", "max_connections_per_user", "clusters", NULL,
+	"max_connections", "max_connections_per_user", "upstream_idle_timeout", "audit",
+	"clusters", NULL,
 };
 static const char *const kh_relay_cluster_keys[] = {
 	"name", "listen", "server", "ca_file", "server_name", "issuer", NULL,
@@ -193,6 +194,36 @@ kh_load_relay_clusters(const struct kh_loader *ld, const config_setting_t *g,
 	return 0;
 }
 
+/*
+ * relay.upstream_idle_timeout and relay.audit = { file = "..."; syslog = b; }:
+ * how long a pooled upstream connection waits for its uid's next request,
+ * and where the one-line-per-request audit log goes (file "" = none).
+ */
+#define KH_RELAY_DEFAULT_UPSTREAM_IDLE   "30s"
+static const char *const kh_relay_audit_keys[] = { "file", "syslog", NULL };
+
+static int
+kh_load_relay_audit(const struct kh_loader *ld, const config_setting_t *g,
+		    struct kh_relay_policy *r)
+{
+	const config_setting_t *a = config_setting_get_member(g, "audit");
+
+	if (kh_pol_get_duration(ld, g, "relay", "upstream_idle_timeout",
+				KH_RELAY_DEFAULT_UPSTREAM_IDLE, 1, 3600,
+				&r->upstream_idle_timeout) != 0)
+		return -1;
+	if (a != NULL && !config_setting_is_group(a))
+		return kh_pol_fail_at(ld, a, "relay.audit must be a group: audit = { file = \"%s\"; "
+				      "syslog = false; };", KH_RELAY_DEFAULT_AUDIT);
+	if (a != NULL && kh_pol_check_keys(ld, a, "relay.audit", kh_relay_audit_keys) != 0)
+		return -1;
+	if (kh_pol_get_string(ld, a, "relay.audit", "file", KH_RELAY_DEFAULT_AUDIT,
+			      KH_STR_ABSPATH, &r->audit_file, NULL) != 0 ||
+	    kh_pol_get_bool(ld, a, "relay.audit", "syslog", false, &r->audit_syslog) != 0)
+		return -1;
+	return 0;
+}
+
 int
 kh_pol_load_relay(const struct kh_loader *ld, const config_setting_t *root, struct kh_policy *p)
 {
@@ -240,7 +271,7 @@ kh_pol_load_relay(const struct kh_loader *ld, const config_setting_t *root, stru
 		return kh_pol_fail_at(ld, w, "relay.max_connections_per_user (%ld) is larger than "
 				      "relay.max_connections (%ld)", r->max_connections_per_user,
 				      r->max_connections);
-	if (kh_load_relay_clusters(ld, g, p) != 0)
+	if (kh_load_relay_audit(ld, g, r) != 0 || kh_load_relay_clusters(ld, g, p) != 0)
 		return -1;
 	/* The relay tells users apart by uid, not by login. */
 	if (p->session.deliver != KH_DELIVER_EXEC && p->session.scope != KH_SCOPE_USER)
@@ -257,6 +288,7 @@ kh_pol_relay_free(struct kh_relay_policy *r)
 
 	free(r->run_as);
 	free(r->rundir);
+	free(r->audit_file);
 	for (i = 0; r->clusters != NULL && i < r->nclusters; i++) {
 		free(r->clusters[i].name);
 		free(r->clusters[i].server);

@@ -1,6 +1,8 @@
 /*
  * kubehsm admin list [--json]           — every user's kube sessions (root)
  * kubehsm admin revoke USER [--issuer ID] — end one user's session (root)
+ * kubehsm admin audit [--user U] [--since T] [--cluster C] [--json]
+ *                                       — kubehsm-relayd's audit log, filtered
  *
  * The records live in each user's own keyring; reaching another uid's
  * keyring needs root, so these views run as root (sudo, or pkexec for the
@@ -23,6 +25,7 @@
 #include "cache/kh_cache.h"
 #include "helper/kh_cli.h"
 #include "conf/kh_policy.h"
+#include "lib/kh_duration.h"
 #include "lib/kh_exec_proto.h"
 #include "lib/kh_relay_client.h"
 
@@ -31,7 +34,8 @@ kh_admin_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: kubehsm admin list [--json]\n"
-		"       kubehsm admin revoke USER [--issuer ID]\n\n"
+		"       kubehsm admin revoke USER [--issuer ID]\n"
+		"       kubehsm admin audit [--user U] [--since T] [--cluster C] [--json]\n\n"
 		"Administrator views of the kube session cache.  They read and change\n"
 		"other users' kernel keyrings, which only root can: run them with sudo,\n"
 		"or through pkexec (polkit action org.kubehsm.admin-sessions, auth_admin).\n\n"
@@ -40,7 +44,16 @@ kh_admin_usage(FILE *out)
 		"  revoke USER     end USER's session now (a user name or uid); kubectl\n"
 		"                  stops getting credentials for them until they log in\n"
 		"  --issuer ID     revoke that issuer's session (default: the default issuer)\n"
-		"  --json          list as a JSON array\n"
+		"  audit           kubehsm-relayd's audit log (policy relay.audit.file): one\n"
+		"                  line per request with uid, user, login origin, method,\n"
+		"                  path, status, bytes and duration\n"
+		"  --user U        only U's requests (a user name or uid)\n"
+		"  --since T       only from T on: RFC 3339 (2026-11-24T21:00:00Z) or a\n"
+		"                  duration back from now (30m, 2h, 1d)\n"
+		"  --cluster C     only requests to relay cluster C\n"
+		"  --file FILE     read FILE instead of relay.audit.file\n"
+		"  --json          list as a JSON array; audit: the matching lines as they\n"
+		"                  are in the log (one JSON object per line, for jq)\n"
 		"  -h, --help      show this help\n\n"
 		"Exit status: 0 done, 1 failed (not root, no such user...), 2 usage.\n");
 }
@@ -152,13 +165,21 @@ kh_admin_revoke_relay(uid_t uid, const char *issuer, int *r)
 		return -1;
 	}
 	if (policy->relay.configured) {
-		if (kh_relay_forget(policy->relay.rundir, uid, issuer, KH_RELAY_REVOKED, &sessions,
-				    &conns, &err) != 0) {
-			if (err.code != KH_ERR_NOTFOUND) {
-				kh_cli_error("admin revoke: %s", err.msg);
-				rc = -1;
-			}
-		} else if (sessions > 0) {
+		switch (kh_relay_forget(policy->relay.rundir, uid, issuer, KH_RELAY_REVOKED,
+					&sessions, &conns, &err)) {
+		case 1:
+			if (err.code != KH_ERR_NOTFOUND)
+				printf("kubehsm-relayd did not answer (%s); it ends the session "
+				       "within a second from root's note.\n", err.msg);
+			break;
+		case 0:
+			break;
+		default:
+			kh_cli_error("admin revoke: %s", err.msg);
+			rc = -1;
+			break;
+		}
+		if (rc == 0 && sessions > 0) {
 			*r = 1;
 			printf("kubehsm-relayd forgot the session and closed %u connection%s.\n",
 			       conns, conns == 1 ? "" : "s");
@@ -199,6 +220,211 @@ kh_admin_revoke(const char *who, const char *issuer)
 	printf(r > 0 ? "Ended the kube session of %s (uid %u).\n"
 		      : "%s (uid %u) has no kube session.\n", who, (unsigned)uid);
 	return KH_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* audit                                                                */
+
+struct kh_audit_filter {
+	const char *user;       /* a name, or */
+	bool by_uid;
+	uid_t uid;
+	const char *cluster;
+	bool has_since;
+	time_t since;
+	bool json;
+};
+
+/* --since: an RFC 3339 UTC time, or a duration back from now. */
+static int
+kh_audit_since(const char *v, time_t *out)
+{
+	struct tm tm;
+	const char *end;
+	kh_error err;
+	long secs;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end != NULL) {
+		while (*end == '.' || (*end >= '0' && *end <= '9'))
+			end++;      /* fractions of a second */
+		if (strcmp(end, "Z") != 0 && *end != '\0')
+			return -1;
+		*out = timegm(&tm);
+		return 0;
+	}
+	if (kh_duration_parse(v, &secs, &err) != 0)
+		return -1;
+	*out = time(NULL) - secs;
+	return 0;
+}
+
+/* Whether one audit line passes the filter. */
+static bool
+kh_audit_match(json_t *o, const struct kh_audit_filter *f)
+{
+	const char *t = json_string_value(json_object_get(o, "time"));
+	const char *user = json_string_value(json_object_get(o, "user"));
+	const char *cl = json_string_value(json_object_get(o, "cluster"));
+	time_t when;
+
+	if (f->by_uid && json_integer_value(json_object_get(o, "uid")) != (json_int_t)f->uid)
+		return false;
+	if (!f->by_uid && f->user != NULL && (user == NULL || strcmp(user, f->user) != 0))
+		return false;
+	if (f->cluster != NULL && (cl == NULL || strcmp(cl, f->cluster) != 0))
+		return false;
+	if (f->has_since && (t == NULL || kh_audit_since(t, &when) != 0 || when < f->since))
+		return false;
+	return true;
+}
+
+/* A string member of o, or "-". */
+static const char *
+kh_jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "-";
+}
+
+static void
+kh_audit_print_row(json_t *o)
+{
+	json_t *orig = json_object_get(o, "origin");
+	char origin[300] = "-";
+
+	if (json_is_object(orig))
+		(void)snprintf(origin, sizeof(origin), "%s%s%s", kh_jstr(orig, "service"),
+			       json_object_get(orig, "rhost") != NULL ? "@" : "",
+			       json_object_get(orig, "rhost") != NULL ? kh_jstr(orig, "rhost") : "");
+	printf("%-24s %-6lld %-12s %-8s %-7s %-4lld %8lld %8lld %9.2f %-20s %s%s\n",
+	       kh_jstr(o, "time"), (long long)json_integer_value(json_object_get(o, "uid")),
+	       kh_jstr(o, "user"), kh_jstr(o, "cluster"), kh_jstr(o, "method"),
+	       (long long)json_integer_value(json_object_get(o, "status")),
+	       (long long)json_integer_value(json_object_get(o, "bytesIn")),
+	       (long long)json_integer_value(json_object_get(o, "bytesOut")),
+	       json_number_value(json_object_get(o, "durationMs")), origin, kh_jstr(o, "path"),
+	       json_is_true(json_object_get(o, "watch")) ? "  (watch)" :
+	       json_is_true(json_object_get(o, "upgrade")) ? "  (upgrade)" : "");
+}
+
+static int
+kh_admin_audit_file(const char *file, const struct kh_audit_filter *f)
+{
+	FILE *in = fopen(file, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long bad = 0;
+	ssize_t n;
+
+	if (in == NULL) {
+		kh_cli_error("admin audit: %s: %s", file, strerror(errno));
+		return KH_EXIT_FAIL;
+	}
+	if (!f->json)
+		printf("%-24s %-6s %-12s %-8s %-7s %-4s %8s %8s %9s %-20s %s\n", "TIME", "UID",
+		       "USER", "CLUSTER", "METHOD", "CODE", "IN", "OUT", "MS", "ORIGIN", "PATH");
+	while ((n = getline(&line, &cap, in)) > 0) {
+		json_t *o = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+
+		if (!json_is_object(o)) {
+			bad++;
+		} else if (kh_audit_match(o, f)) {
+			if (f->json)
+				fputs(line, stdout);
+			else
+				kh_audit_print_row(o);
+		}
+		json_decref(o);
+	}
+	free(line);
+	(void)fclose(in);
+	if (bad > 0)
+		kh_cli_error("admin audit: %s: %lu line(s) are not audit lines; skipped", file, bad);
+	return fflush(stdout) == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
+}
+
+static int
+kh_admin_audit(struct kh_audit_filter *f, const char *file)
+{
+	struct kh_policy *policy = NULL;
+	struct passwd *pw = f->user != NULL ? getpwnam(f->user) : NULL;
+	kh_error err;
+	int rc;
+
+	if (f->user != NULL && pw == NULL) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(f->user, &end, 10);
+		if (f->user[0] == '\0' || *end != '\0' || errno != 0 || v >= (unsigned long)(uid_t)-1) {
+			kh_cli_error("admin audit: no such user '%s'", f->user);
+			return KH_EXIT_FAIL;
+		}
+		f->by_uid = true;
+		f->uid = (uid_t)v;
+	} else if (f->user != NULL) {
+		f->by_uid = true;
+		f->uid = pw->pw_uid;
+	}
+	if (file == NULL) {
+		policy = kh_policy_load(kh_cli_config_path(NULL), NULL, &err);
+		if (policy == NULL) {
+			kh_cli_error("admin audit: %s", err.msg);
+			return KH_EXIT_FAIL;
+		}
+		if (!policy->relay.configured || policy->relay.audit_file[0] == '\0') {
+			kh_cli_error("admin audit: %s has no relay audit file (relay.audit.file)",
+				     policy->path);
+			kh_policy_free(policy);
+			return KH_EXIT_FAIL;
+		}
+		file = policy->relay.audit_file;
+	}
+	rc = kh_admin_audit_file(file, f);
+	kh_policy_free(policy);
+	return rc;
+}
+
+static int
+kh_cmd_admin_audit(int argc, char **argv)
+{
+	struct kh_audit_filter f = { 0 };
+	const char *file = NULL;
+	int i;
+
+	for (i = 2; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(argv[i], "--json") == 0) {
+			f.json = true;
+		} else if (v != NULL && strcmp(argv[i], "--user") == 0) {
+			f.user = v;
+			i++;
+		} else if (v != NULL && strcmp(argv[i], "--cluster") == 0) {
+			f.cluster = v;
+			i++;
+		} else if (v != NULL && strcmp(argv[i], "--file") == 0) {
+			file = v;
+			i++;
+		} else if (v != NULL && strcmp(argv[i], "--since") == 0) {
+			if (kh_audit_since(v, &f.since) != 0) {
+				kh_cli_error("admin audit: --since '%s' is neither an RFC 3339 time "
+					     "(2026-11-24T21:00:00Z) nor a duration (30m, 2h)", v);
+				return KH_EXIT_USAGE;
+			}
+			f.has_since = true;
+			i++;
+		} else {
+			kh_cli_error("admin audit: unexpected argument '%s'; run 'kubehsm admin "
+				     "--help'", argv[i]);
+			return KH_EXIT_USAGE;
+		}
+	}
+	return kh_need_root() == 0 ? kh_admin_audit(&f, file) : KH_EXIT_FAIL;
 }
 
 int
@@ -247,6 +473,8 @@ kh_cmd_admin(int argc, char **argv)
 		}
 		return kh_need_root() == 0 ? kh_admin_revoke(user, issuer) : KH_EXIT_FAIL;
 	}
+	if (strcmp(argv[1], "audit") == 0)
+		return kh_cmd_admin_audit(argc, argv);
 	kh_cli_error("unknown admin command '%s'; run 'kubehsm admin --help'", argv[1]);
 	return KH_EXIT_USAGE;
 }

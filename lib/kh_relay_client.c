@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -70,8 +71,7 @@ kh_relay_wait(int fd, short events, const struct timespec *deadline, kh_error *e
 		if (r < 0)
 			return kh_fail(err, KH_ERR_INTERNAL, "poll: %s", strerror(errno));
 		if (r == 0)
-			return kh_fail(err, KH_ERR_INTERNAL, "kubehsm-relayd did not answer "
-				       "within %d s", KH_RELAY_CLIENT_TIMEOUT_MS / 1000);
+			return kh_fail(err, KH_ERR_INTERNAL, "kubehsm-relayd did not answer in time");
 		return 0;
 	}
 }
@@ -108,9 +108,9 @@ kh_relay_connect(const char *rundir, const char *sockname, kh_error *err)
 	return fd;
 }
 
-int
-kh_relay_call(const char *rundir, const char *sockname, const struct kh_relay_request *req,
-	      struct kh_relay_reply *rep, kh_error *err)
+static int
+kh_relay_call_ms(const char *rundir, const char *sockname, const struct kh_relay_request *req,
+		 struct kh_relay_reply *rep, int ms, kh_error *err)
 {
 	struct timespec deadline;
 	char *msg = NULL, *buf = NULL;
@@ -121,7 +121,12 @@ kh_relay_call(const char *rundir, const char *sockname, const struct kh_relay_re
 	memset(rep, 0, sizeof(*rep));
 	if (clock_gettime(CLOCK_MONOTONIC, &deadline) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "clock_gettime: %s", strerror(errno));
-	deadline.tv_sec += KH_RELAY_CLIENT_TIMEOUT_MS / 1000;
+	deadline.tv_sec += ms / 1000;
+	deadline.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
 	if (kh_relay_request_encode(req, &msg, &len, err) != 0)
 		return -1;
 	fd = kh_relay_connect(rundir, sockname, err);
@@ -180,6 +185,13 @@ out:
 }
 
 int
+kh_relay_call(const char *rundir, const char *sockname, const struct kh_relay_request *req,
+	      struct kh_relay_reply *rep, kh_error *err)
+{
+	return kh_relay_call_ms(rundir, sockname, req, rep, KH_RELAY_CLIENT_TIMEOUT_MS, err);
+}
+
+int
 kh_relay_deliver(const char *rundir, const struct kh_relay_session *s, kh_error *err)
 {
 	struct kh_relay_request req = { .op = KH_RELAY_OP_DELIVER };
@@ -189,6 +201,11 @@ kh_relay_deliver(const char *rundir, const struct kh_relay_session *s, kh_error 
 	/* Borrowed, not copied: the caller owns (and wipes) the key. */
 	req.session = *s;
 	rc = kh_relay_call(rundir, KH_RELAY_CONTROL_SOCK, &req, &rep, err);
+	if (rc != 0 && err->code == KH_ERR_REFUSED && strstr(err->msg, "\"origin\"") != NULL) {
+		/* A relay from before the login origin: the session without it. */
+		memset(&req.session.origin, 0, sizeof(req.session.origin));
+		rc = kh_relay_call(rundir, KH_RELAY_CONTROL_SOCK, &req, &rep, err);
+	}
 	memset(&req.session, 0, sizeof(req.session));
 	if (rc == 0)
 		kh_relay_reply_clear(&rep);
@@ -201,7 +218,7 @@ kh_relay_forget_at(const char *rundir, const char *sockname, const struct kh_rel
 {
 	struct kh_relay_reply rep;
 
-	if (kh_relay_call(rundir, sockname, req, &rep, err) != 0)
+	if (kh_relay_call_ms(rundir, sockname, req, &rep, KH_RELAY_FORGET_TIMEOUT_MS, err) != 0)
 		return -1;
 	if (sessions != NULL)
 		*sessions = rep.sessions;
@@ -211,29 +228,62 @@ kh_relay_forget_at(const char *rundir, const char *sockname, const struct kh_rel
 	return 0;
 }
 
+/* Remove uid's notes older than keep_ns (0: all): a newer forget covers them. */
+static void
+kh_relay_prune_notes(const char *dir, uid_t uid, int64_t keep_ns)
+{
+	char prefix[32], *end;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	size_t plen;
+
+	if (d == NULL)
+		return;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "%u", (unsigned)uid);
+	while ((de = readdir(d)) != NULL) {
+		const char *rest = de->d_name + plen;
+		long long ns = 0;
+
+		if (strncmp(de->d_name, prefix, plen) != 0 || (*rest != '\0' && *rest != '-'))
+			continue;
+		if (*rest == '-') {
+			rest = strrchr(rest, '-') + 1;
+			ns = strtoll(rest, &end, 10);
+			if (*end != '\0')
+				continue;
+		}
+		if (keep_ns == 0 || ns < keep_ns)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	(void)closedir(d);
+}
+
 /*
- * The relay is not running, but its keyring store may still hold the
- * uid's session and would serve it again at its next start: leave a note
- * it reads then (root-only, under KH_RUNDIR/relay-forget, named by uid,
- * dated by its mtime).
+ * The relay did not take the forget (not running, hung, too slow): leave a
+ * note it acts on within KH_RPENDING_SCAN_MS while it runs, and at its next
+ * start otherwise (its keyring store outlives it).  Root-only, under
+ * KH_RUNDIR/relay-forget; the name says it all: UID-REASON-NANOSECONDS.
  */
 static int
 kh_relay_forget_later(uid_t uid, enum kh_relay_reason reason, kh_error *err)
 {
-	const char *why = kh_relay_reason_name(reason);
-	char path[256], name[32];
-	ssize_t n;
-	int fd;
+	char dir[256], path[320];
+	struct timespec now;
+	int64_t ns;
+	int fd, n;
 
-	(void)snprintf(name, sizeof(name), "%u", (unsigned)uid);
-	if (kh_rundir_file(KH_RELAY_PENDING_DIR, name, path, sizeof(path), err) != 0)
+	if (kh_rundir_sub(KH_RELAY_PENDING_DIR, dir, sizeof(dir), err) != 0)
 		return -1;
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	n = snprintf(path, sizeof(path), "%s/%u-%s-%lld", dir, (unsigned)uid,
+		     kh_relay_reason_name(reason), (long long)ns);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return kh_fail(err, KH_ERR_INTERNAL, "runtime path too long");
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0 || close(fd) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "%s: %s", path, strerror(errno));
-	n = write(fd, why, strlen(why));
-	if (close(fd) != 0 || n != (ssize_t)strlen(why))
-		return kh_fail(err, KH_ERR_INTERNAL, "%s: cannot write", path);
+	kh_relay_prune_notes(dir, uid, ns);
 	return 0;
 }
 
@@ -246,18 +296,30 @@ kh_relay_forget(const char *rundir, uid_t uid, const char *issuer,
 		.op = KH_RELAY_OP_FORGET, .has_uid = true, .uid = uid, .issuer = (char *)issuer,
 		.reason = reason,
 	};
+	kh_error nerr = { 0 };
+	char dir[256];
 
-	if (kh_relay_forget_at(rundir, KH_RELAY_CONTROL_SOCK, &req, sessions, connections,
-			       err) == 0)
-		return 0;
-	if (err->code != KH_ERR_NOTFOUND || geteuid() != 0)
-		return -1;
-	/* Not running: it forgets at its next start (every issuer of the uid). */
 	if (sessions != NULL)
 		*sessions = 0;
 	if (connections != NULL)
 		*connections = 0;
-	return kh_relay_forget_later(uid, reason, err);
+	if (kh_relay_forget_at(rundir, KH_RELAY_CONTROL_SOCK, &req, sessions, connections,
+			       err) == 0) {
+		/* Told: older notes of the uid have nothing left to do. */
+		if (geteuid() == 0 && kh_rundir_sub(KH_RELAY_PENDING_DIR, dir, sizeof(dir),
+						    &nerr) == 0)
+			kh_relay_prune_notes(dir, uid, 0);
+		return 0;
+	}
+	/* The relay answered and refused: that is an answer, not a lost forget. */
+	if (err->code == KH_ERR_REFUSED || err->code == KH_ERR_PERM || geteuid() != 0)
+		return -1;
+	/* Not taken: a note it cannot miss (every issuer of the uid). */
+	if (kh_relay_forget_later(uid, reason, &nerr) != 0) {
+		kh_error_append(err, "; and no note for it either: %s", nerr.msg);
+		return -1;
+	}
+	return 1;
 }
 
 int

@@ -21,6 +21,8 @@
 
 /* How long a call waits for the relay (milliseconds). */
 #define KH_RELAY_CLIENT_TIMEOUT_MS 5000
+/* ... a forget: a logout must not wait long, and a note does the rest. */
+#define KH_RELAY_FORGET_TIMEOUT_MS 2000
 
 /*
  * Send request `req` to rundir/sockname and decode the reply.  A reply with
@@ -41,11 +43,14 @@ int kh_relay_deliver(const char *rundir, const struct kh_relay_session *s, kh_er
 /*
  * Make the relay forget uid's session for issuer (NULL: every issuer) and
  * close that uid's connections to it: control.sock (root).  The reason
- * shows in the 401 the user gets next.  When no relay runs, root leaves a
- * note it applies at its next start to every session of the uid it took
- * before (its keyring store outlives it), and this returns 0 with zero
- * counts.  *sessions and
- * *connections (either may be NULL) say how many went.
+ * shows in the 401 the user gets next.  0: the relay did it (*sessions and
+ * *connections, either may be NULL, say how many went).  1: the relay did
+ * not take it within KH_RELAY_FORGET_TIMEOUT_MS (not running, hung, out of
+ * reach): root left a note (every issuer of the uid) that a running relay
+ * applies within a second and a starting one at once; err says why the
+ * call failed.  -1: the relay refused, or not even a note could be left.
+ * A forget is never lost: revocation takes effect within
+ * KH_RELAY_FORGET_TIMEOUT_MS + 1 s whatever local users do.
  */
 int kh_relay_forget(const char *rundir, uid_t uid, const char *issuer,
 		    enum kh_relay_reason reason, unsigned *sessions, unsigned *connections,

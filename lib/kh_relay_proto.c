@@ -139,7 +139,8 @@ kh_relay_issuer_ok(const char *s, size_t len)
 /*
  * A bounded string member copied into *dst.  kind: 'u' a user name
  * (1..256 printable), 'i' an issuer id (0..32 of [A-Za-z0-9._-]), 'p' PEM
- * text with `marker` in it, 'e' an error line.
+ * text with `marker` in it, 'e' an error line, 'o' an origin member
+ * (0..KH_RELAY_ORIGIN_MAX printable).
  */
 static int
 kh_relay_get_text(json_t *obj, const char *key, const char *where, char kind,
@@ -158,10 +159,11 @@ kh_relay_get_text(json_t *obj, const char *key, const char *where, char kind,
 	s = json_string_value(v);
 	len = json_string_length(v);
 	max = kind == 'u' ? KH_RELAY_USER_MAX : kind == 'i' ? KH_RELAY_ISSUER_MAX :
-	      kind == 'p' ? KH_RELAY_PEM_MAX : KH_RELAY_ERROR_MAX;
+	      kind == 'p' ? KH_RELAY_PEM_MAX : kind == 'o' ? KH_RELAY_ORIGIN_MAX :
+	      KH_RELAY_ERROR_MAX;
 	if (len > max || (kind == 'u' && len == 0))
 		return kh_fail(err, KH_ERR_INPUT, "%s%s has a bad length", where, key);
-	if ((kind == 'u' || kind == 'e') && !kh_relay_printable(s, len))
+	if ((kind == 'u' || kind == 'e' || kind == 'o') && !kh_relay_printable(s, len))
 		return kh_fail(err, KH_ERR_INPUT, "%s%s contains a control character", where, key);
 	if (kind == 'i' && !kh_relay_issuer_ok(s, len))
 		return kh_fail(err, KH_ERR_INPUT, "%s%s is not an issuer id", where, key);
@@ -177,6 +179,46 @@ kh_relay_get_text(json_t *obj, const char *key, const char *where, char kind,
 /* ------------------------------------------------------------------ */
 /* session                                                              */
 
+static bool
+kh_relay_origin_set(const struct kh_relay_origin *o)
+{
+	return o->service != NULL || o->rhost != NULL || o->tty != NULL;
+}
+
+/* {"service":..,"rhost":..,"tty":..} with the members that are set. */
+static json_t *
+kh_relay_origin_json(const struct kh_relay_origin *o)
+{
+	json_t *j = json_object();
+
+	if (j == NULL ||
+	    (o->service != NULL && json_object_set_new(j, "service", json_string(o->service)) != 0) ||
+	    (o->rhost != NULL && json_object_set_new(j, "rhost", json_string(o->rhost)) != 0) ||
+	    (o->tty != NULL && json_object_set_new(j, "tty", json_string(o->tty)) != 0)) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+static int
+kh_relay_origin_from_json(json_t *o, struct kh_relay_origin *out, kh_error *err)
+{
+	static const char *const fields[] = { "service", "rhost", "tty", NULL };
+	const char *where = "session.origin: ";
+
+	if (o == NULL)
+		return 0;
+	if (!json_is_object(o))
+		return kh_fail(err, KH_ERR_INPUT, "session.origin must be an object");
+	if (kh_relay_known_fields(o, fields, where, err) != 0 ||
+	    kh_relay_get_text(o, "service", where, 'o', NULL, false, &out->service, err) < 0 ||
+	    kh_relay_get_text(o, "rhost", where, 'o', NULL, false, &out->rhost, err) < 0 ||
+	    kh_relay_get_text(o, "tty", where, 'o', NULL, false, &out->tty, err) < 0)
+		return -1;
+	return 0;
+}
+
 static json_t *
 kh_relay_session_json(const struct kh_relay_session *s)
 {
@@ -190,6 +232,11 @@ kh_relay_session_json(const struct kh_relay_session *s)
 
 	if (o != NULL && s->delivered != 0 &&
 	    json_object_set_new(o, "delivered", json_integer((json_int_t)s->delivered)) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o != NULL && kh_relay_origin_set(&s->origin) &&
+	    json_object_set_new(o, "origin", kh_relay_origin_json(&s->origin)) != 0) {
 		json_decref(o);
 		return NULL;
 	}
@@ -241,7 +288,7 @@ static int
 kh_relay_session_from_json(json_t *o, struct kh_relay_session *s, kh_error *err)
 {
 	static const char *const fields[] = {
-		"uid", "user", "issuer", "expires", "delivered", "chain", "key", NULL,
+		"uid", "user", "issuer", "expires", "delivered", "chain", "key", "origin", NULL,
 	};
 	const char *where = "session: ";
 	json_int_t uid = 0, expires = 0, delivered = 0;
@@ -260,7 +307,8 @@ kh_relay_session_from_json(json_t *o, struct kh_relay_session *s, kh_error *err)
 	    kh_relay_get_text(o, "chain", where, 'p', "-----BEGIN CERTIFICATE-----", true,
 			      &s->chain_pem, err) < 0 ||
 	    kh_relay_get_text(o, "key", where, 'p', "PRIVATE KEY-----", true,
-			      &s->key_pem, err) < 0) {
+			      &s->key_pem, err) < 0 ||
+	    kh_relay_origin_from_json(json_object_get(o, "origin"), &s->origin, err) != 0) {
 		kh_relay_session_clear(s);
 		return -1;
 	}
@@ -294,6 +342,9 @@ kh_relay_session_clear(struct kh_relay_session *s)
 	free(s->issuer);
 	free(s->chain_pem);
 	kh_secure_strfree(s->key_pem);
+	free(s->origin.service);
+	free(s->origin.rhost);
+	free(s->origin.tty);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -10,7 +10,8 @@
  * wrong types refused):
  *
  *   {"v":1,"op":"deliver","session":{"uid":N,"user":"...","issuer":"...",
- *        "expires":T,"chain":"PEM","key":"PEM"}}
+ *        "expires":T,"chain":"PEM","key":"PEM"[,"origin":{"service":"sshd",
+ *        "rhost":"...","tty":"..."}]}}
  *   {"v":1,"op":"forget","uid":N[,"issuer":"..."][,"reason":"logout"|"revoked"]}
  *                                                     (control.sock)
  *   {"v":1,"op":"forget"[,"issuer":"..."]}            (user.sock: a logout)
@@ -19,6 +20,11 @@
  *   {"v":1,"ok":true[,"sessions":K,"connections":M][,"list":[{"uid":N,
  *        "user":"...","issuer":"...","expires":T,"connections":M},...]]}
  *   {"v":1,"ok":false,"error":"one line for the person who must act"}
+ *
+ * "origin" (optional, each member optional) is the login the session came
+ * from, for the relay's audit log: PAM_SERVICE, PAM_RHOST, PAM_TTY.  A relay
+ * older than it refuses the unknown field; kh_relay_deliver then sends the
+ * session again without it.
  *
  * A session object is also what the relay keeps in its keyring, so a
  * restart finds the sessions it had.  The key is PEM (PKCS#8); every buffer
@@ -61,6 +67,16 @@ enum kh_relay_reason {
 	KH_RELAY_LOGOUT,        /* the uid's last login closed, or kubehsm logout */
 };
 
+/* Longest origin member (a host name or address, a tty, a service). */
+#define KH_RELAY_ORIGIN_MAX 256
+
+/* The login a session came from (any member may be NULL). */
+struct kh_relay_origin {
+	char *service;          /* PAM_SERVICE: sshd, login, su, kubehsm... */
+	char *rhost;            /* PAM_RHOST: where an ssh login came from */
+	char *tty;              /* PAM_TTY */
+};
+
 /* One user's session for one issuer. */
 struct kh_relay_session {
 	uid_t uid;
@@ -70,6 +86,7 @@ struct kh_relay_session {
 	int64_t delivered;      /* unix seconds the relay took it (its store only; 0 = unset) */
 	char *chain_pem;        /* session certificate, then the issuer chain */
 	char *key_pem;          /* SECRET: the session private key */
+	struct kh_relay_origin origin;
 };
 
 struct kh_relay_request {

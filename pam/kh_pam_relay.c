@@ -13,11 +13,39 @@
 #include <syslog.h>
 
 #include <security/pam_ext.h>
+#include <security/pam_modules.h>
 
 #include "lib/kh_mem.h"
 #include "cache/kh_record.h"
 #include "lib/kh_relay_client.h"
 #include "pam/kh_pam.h"
+
+/* PAM's own items, borrowed (not copied): printable, bounded, or left out. */
+static char *
+kh_pam_relay_item(pam_handle_t *pamh, int item)
+{
+	const void *v = NULL;
+	const char *s;
+	size_t i;
+
+	if (pam_get_item(pamh, item, &v) != PAM_SUCCESS || v == NULL)
+		return NULL;
+	s = v;
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i >= KH_RELAY_ORIGIN_MAX || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return NULL;
+	}
+	return i > 0 ? (char *)s : NULL;
+}
+
+/* Where this login came from, for the relay's audit log. */
+static void
+kh_pam_relay_origin(pam_handle_t *pamh, struct kh_relay_origin *o)
+{
+	o->service = kh_pam_relay_item(pamh, PAM_SERVICE);
+	o->rhost = kh_pam_relay_item(pamh, PAM_RHOST);
+	o->tty = kh_pam_relay_item(pamh, PAM_TTY);
+}
 
 int
 kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,
@@ -36,6 +64,7 @@ kh_pam_relay_deliver(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		.uid = rec->uid, .user = rec->user, .issuer = rec->issuer_id,
 		.expires = rec->expires, .chain_pem = rec->cert_chain_pem, .key_pem = rec->key_pem,
 	};
+	kh_pam_relay_origin(pamh, &s.origin);
 	if (kh_relay_deliver(policy->relay.rundir, &s, &rerr) != 0) {
 		if (policy->session.deliver == KH_DELIVER_RELAY)
 			return kh_fail(err, rerr.code, "kubehsm-relayd did not take the session "
@@ -61,7 +90,7 @@ kh_pam_relay_undo(pam_handle_t *pamh, const struct kh_policy *policy,
 	kh_error err = { 0 };
 
 	if (kh_relay_forget(policy->relay.rundir, rec->uid, rec->issuer_id, KH_RELAY_REVOKED,
-			    NULL, NULL, &err) != 0)
+			    NULL, NULL, &err) < 0)
 		pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd keeps a session this login "
 			   "could not record: %s", rec->user, err.msg);
 }
@@ -75,10 +104,19 @@ kh_pam_relay_forget(pam_handle_t *pamh, const struct kh_pam_opts *opts, const ch
 
 	if (rundir == NULL)
 		return;
-	if (kh_relay_forget(rundir, uid, NULL, KH_RELAY_LOGOUT, &sessions, &conns, &err) != 0) {
+	switch (kh_relay_forget(rundir, uid, NULL, KH_RELAY_LOGOUT, &sessions, &conns, &err)) {
+	case 0:
+		break;
+	case 1:
+		/* Not running is the usual reason, and nothing to report then. */
 		if (err.code != KH_ERR_NOTFOUND)
-			pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd was not told the "
-				   "session ended: %s", user, err.msg);
+			pam_syslog(pamh, LOG_NOTICE, "user '%s': kubehsm-relayd did not take the "
+				   "logout (%s); it applies root's note within seconds", user,
+				   err.msg);
+		return;
+	default:
+		pam_syslog(pamh, LOG_ERR, "user '%s': kubehsm-relayd was not told the session "
+			   "ended: %s", user, err.msg);
 		return;
 	}
 	kh_pam_debug(pamh, opts, "user '%s': kubehsm-relayd forgot %u session(s), closed %u "

@@ -1,20 +1,16 @@
 /*
- * kh_rconn — one kube client connection and its mTLS connection upstream.
+ * kh_rconn — a client connection (see kh_rconn.h for its states).
  *
- *   accept ─ uid from the kernel, per-uid and total limits
- *     │
- *   WAIT ─ first bytes ─┬─ no live session for (uid, cluster's issuer) ─ DENY (401)
- *     │                 └─ upstream TCP + TLS with the uid's certificate ─ CONNECTING
- *   CONNECTING ─ handshake done ─ RELAY;  fails before any answer ─ DENY (503)
- *   RELAY ─ bytes both ways, unchanged, until either side closes
- *   DENY ─ end of the request head ─ response, half-close ─ LINGER ─ close
+ * The data path is the point of this file: both sockets are plain
+ * non-blocking descriptors with persistent read events; the upstream is
+ * an SSL object on its raw descriptor with read-ahead, drained into one
+ * block until it would block (or the block is full), then written to the
+ * client with one write(2).  Write interest is armed only when a write
+ * would block, and then the other side's reading stops until the block
+ * drains.  No byte is copied but from the kernel into the block and out.
  *
- * Bytes are never parsed while relaying: requests, chunked watch streams
- * and Upgrade streams (exec, attach, port-forward, SPDY or WebSocket) are
- * all the same to the relay.  Each direction buffers at most
- * KH_RELAY_BUF_HIGH bytes before it stops reading the other side, so a
- * slow or stalled peer costs bounded memory.  One timer per connection
- * enforces the handshake deadline, then the idle timeout.
+ * Every function that may close the connection returns -1 when it did;
+ * its caller then stops touching c.
  */
 #include "config.h"
 
@@ -28,25 +24,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/dns.h>
-#include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "relay/kh_raudit.h"
+#include "relay/kh_rbuf.h"
+#include "relay/kh_rconn.h"
 #include "relay/kh_rdeny.h"
-#include "relay/kh_relayd.h"
+#include "relay/kh_rhttp.h"
 #include "relay/kh_rlog.h"
 #include "relay/kh_rpeer.h"
+#include "relay/kh_rup.h"
+
+/* Read the upstream while at least this much room is left in the block. */
+#define KH_RCONN_READ_MIN (16 * 1024 + 64)
 
 enum kh_rconn_state {
-	KH_RC_WAIT,        /* accepted; waiting for the first bytes */
-	KH_RC_CONNECTING,  /* upstream TCP + TLS under way; the client's bytes held */
-	KH_RC_RELAY,       /* bytes flow both ways */
-	KH_RC_DENY,        /* reading up to the end of the request head */
-	KH_RC_LINGER,      /* answered; draining the peer before closing */
+	KH_RC_HEAD,        /* reading a request head; no upstream */
+	KH_RC_UPWAIT,      /* head read; a new upstream connection is being made */
+	KH_RC_REQ,         /* a request and its answer under way */
+	KH_RC_TUNNEL,      /* after a 101: bytes both ways, unparsed */
+	KH_RC_LINGER,      /* answered by the relay; draining the peer, then close */
 };
 
 struct kh_rconn {
@@ -54,20 +52,50 @@ struct kh_rconn {
 	struct kh_rcluster *cl;
 	struct kh_ruser *user;
 	TAILQ_ENTRY(kh_rconn) by_user;
+	int fd;
+	struct event *ev_read, *ev_write, *timer;
+	bool reading;                   /* ev_read is added */
 	enum kh_rconn_state state;
-	struct bufferevent *down;   /* the kube client: plain TCP on loopback */
-	struct bufferevent *up;     /* the API server: TLS */
-	struct event *timer;
-	time_t deadline;            /* WAIT, CONNECTING, DENY, LINGER (monotonic s) */
-	time_t last_io;             /* RELAY: last byte moved either way */
-	bool answered;              /* the API server sent the client a byte */
-	bool busy;                  /* RELAY: bytes moved since the last compaction */
-	bool closing;               /* one side ended: flush the other, then close */
-	int deny_code;
-	char *deny_msg;
+	struct kh_rhttp req, resp;
+	struct kh_rbuf in;              /* from the client */
+	size_t in_ok;                   /* of in's bytes: may go upstream now */
+	size_t in_parsed;               /* of in's bytes: read by the request parser */
+	struct kh_rbuf out;             /* to the client */
+	struct kh_rup *up;
+	bool client_eof;
+	bool head_started;              /* a byte of the next head arrived */
+	bool req_done, resp_done;
+	bool answered;                  /* a byte of the answer went to the client */
+	bool up_extra;                  /* the upstream sent more than its answer */
+	bool close_after;               /* no further request on this connection */
+	bool closing;                   /* flush out, then close */
+	bool in_flight;                 /* a request whose audit line is not written */
+	/* The request in flight, for its audit line. */
+	struct timespec t_start;
+	struct timespec m_start;
+	uint64_t bytes_in, bytes_out;
+	unsigned status;
+	bool watch, upgrade;
+	const char *note;
+	time_t last_io;                 /* monotonic seconds */
+	char target[KH_RHTTP_TARGET_MAX + 1];
 };
 
 static struct kh_rlog_limit kh_rconn_limit_total, kh_rconn_limit_user, kh_rconn_limit_peer;
+
+static int kh_rconn_process(struct kh_rconn *c);
+static int kh_rconn_pump_down(struct kh_rconn *c);
+static void kh_rconn_up_ready(void *arg, struct kh_rup *up);
+static void kh_rconn_up_failed(void *arg, const char *why);
+static void kh_rconn_up_readable(void *arg);
+static void kh_rconn_up_writable(void *arg);
+
+static const struct kh_rup_ops kh_rconn_up_ops = {
+	.ready = kh_rconn_up_ready,
+	.failed = kh_rconn_up_failed,
+	.readable = kh_rconn_up_readable,
+	.writable = kh_rconn_up_writable,
+};
 
 static time_t
 kh_mono(void)
@@ -79,7 +107,7 @@ kh_mono(void)
 }
 
 static void
-kh_rconn_arm(struct kh_rconn *c, time_t secs)
+kh_rconn_arm(struct kh_rconn *c, long secs)
 {
 	struct timeval tv = { .tv_sec = secs > 0 ? secs : 0 };
 
@@ -92,29 +120,81 @@ kh_rconn_uses_issuer(const struct kh_rconn *c, const char *issuer)
 	return issuer == NULL || strcmp(c->cl->issuer_id, issuer) == 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* the audit line                                                       */
+
+static void
+kh_rconn_audit(struct kh_rconn *c)
+{
+	struct kh_rsession *s;
+	struct kh_raudit_rec r;
+	struct timespec now;
+
+	if (!c->in_flight)
+		return;
+	c->in_flight = false;
+	if (c->rd->audit == NULL)
+		return;
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
+	s = kh_rsession_find(c->rd, c->user->uid, c->cl->issuer_id);
+	r = (struct kh_raudit_rec){
+		.start = c->t_start,
+		.duration_ns = (int64_t)(now.tv_sec - c->m_start.tv_sec) * 1000000000 +
+			       (now.tv_nsec - c->m_start.tv_nsec),
+		.uid = c->user->uid,
+		.user = s != NULL ? s->user_name : NULL,
+		.cluster = c->cl->conf->name,
+		.method = c->req.head_done ? kh_rhttp_method(&c->req) : NULL,
+		.path = c->target,
+		.path_cut = c->req.target_cut,
+		.status = c->status,
+		.bytes_in = c->bytes_in,
+		.bytes_out = c->bytes_out,
+		.watch = c->watch,
+		.upgrade = c->upgrade,
+		.relay_note = c->note,
+		.origin = s != NULL ? &s->origin : NULL,
+	};
+	kh_raudit_write(c->rd->audit, &r);
+}
+
+/* A request starts (its head was read, or the relay answers a bad one). */
+static void
+kh_rconn_audit_start(struct kh_rconn *c)
+{
+	(void)clock_gettime(CLOCK_REALTIME, &c->t_start);
+	(void)clock_gettime(CLOCK_MONOTONIC, &c->m_start);
+	c->bytes_in = c->bytes_out = 0;
+	c->status = 0;
+	c->note = NULL;
+	c->in_flight = true;
+}
+
+/* ------------------------------------------------------------------ */
+/* closing                                                              */
+
 static void
 kh_rconn_close(struct kh_rconn *c)
 {
 	struct kh_relayd *rd = c->rd;
 	struct kh_ruser *u = c->user;
 
-	if (c->up != NULL) {
-		SSL *ssl = bufferevent_openssl_get_ssl(c->up);
-
-		/* A close_notify if it can go now; never wait for it. */
-		if (ssl != NULL && c->state == KH_RC_RELAY)
-			(void)SSL_shutdown(ssl);
-		ERR_clear_error();
-		bufferevent_free(c->up);
-	}
-	if (c->down != NULL)
-		bufferevent_free(c->down);
+	kh_rconn_audit(c);
+	if (c->up != NULL)
+		kh_rup_close(c->up);
+	if (c->ev_read != NULL)
+		event_free(c->ev_read);
+	if (c->ev_write != NULL)
+		event_free(c->ev_write);
 	if (c->timer != NULL)
 		event_free(c->timer);
-	free(c->deny_msg);
+	kh_rbuf_drop(&c->in);
+	kh_rbuf_drop(&c->out);
+	(void)close(c->fd);
 	TAILQ_REMOVE(&u->conns, c, by_user);
 	u->nconns--;
 	rd->nconns--;
+	rd->trim_due = true;
 	free(c);
 	kh_ruser_maybe_free(rd, u);
 }
@@ -151,373 +231,156 @@ kh_rconn_count_user(const struct kh_ruser *u, const char *issuer)
 }
 
 /* ------------------------------------------------------------------ */
-/* denying: a 401 or 503 Status, then a lingering close                 */
-
-static void kh_rconn_deny_read(struct bufferevent *bev, void *arg);
-static void kh_rconn_deny_write(struct bufferevent *bev, void *arg);
-static void kh_rconn_down_event(struct bufferevent *bev, short what, void *arg);
+/* the client socket                                                    */
 
 static void
-kh_rconn_deny_answer(struct kh_rconn *c)
+kh_rconn_reading(struct kh_rconn *c, bool on)
 {
-	struct evbuffer *in = bufferevent_get_input(c->down);
-
-	(void)evbuffer_drain(in, evbuffer_get_length(in));
-	if (kh_rdeny_response(bufferevent_get_output(c->down), c->deny_code, c->deny_msg) != 0) {
-		kh_rconn_close(c);
+	if (on == c->reading)
 		return;
-	}
-	c->state = KH_RC_LINGER;
-	c->deadline = kh_mono() + KH_RELAY_LINGER_SEC;
-	kh_rconn_arm(c, KH_RELAY_LINGER_SEC);
-	/* Fires once the answer is written out: then half-close. */
-	bufferevent_setwatermark(c->down, EV_WRITE, 0, 0);
-	bufferevent_setcb(c->down, kh_rconn_deny_read, kh_rconn_deny_write, kh_rconn_down_event, c);
-	bufferevent_enable(c->down, EV_READ | EV_WRITE);
+	if ((on ? event_add(c->ev_read, NULL) : event_del(c->ev_read)) == 0)
+		c->reading = on;
 }
 
+/* Read the client while there is room for it and it has not ended. */
 static void
-kh_rconn_deny(struct kh_rconn *c, int code, const char *msg)
+kh_rconn_update_reading(struct kh_rconn *c)
 {
-	/* Relaying, the request already went upstream: answer at once. */
-	bool forwarded = c->state == KH_RC_RELAY;
-
-	if (c->up != NULL) {
-		bufferevent_free(c->up);
-		c->up = NULL;
-	}
-	free(c->deny_msg);
-	c->deny_msg = strdup(msg);
-	c->deny_code = code;
-	if (c->deny_msg == NULL) {
-		kh_rconn_close(c);
-		return;
-	}
-	c->state = KH_RC_DENY;
-	/* However it got here, the answer goes out within the handshake time. */
-	kh_rconn_arm(c, c->rd->policy->relay.handshake_timeout);
-	bufferevent_setcb(c->down, kh_rconn_deny_read, NULL, kh_rconn_down_event, c);
-	bufferevent_setwatermark(c->down, EV_READ, 0, KH_RELAY_HEAD_MAX);
-	bufferevent_enable(c->down, EV_READ);
-	if (forwarded) {
-		kh_rconn_deny_answer(c);
-		return;
-	}
-	/* The head may be here already (held while connecting). */
-	kh_rconn_deny_read(c->down, c);
+	kh_rconn_reading(c, !c->client_eof && !c->closing &&
+			 (c->in.data == NULL || c->in.off + c->in.len < KH_RBUF_SIZE ||
+			  c->in.off > 0));
 }
 
-static void
-kh_rconn_deny_read(struct bufferevent *bev, void *arg)
-{
-	struct kh_rconn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct evbuffer_ptr end;
-
-	if (c->state == KH_RC_LINGER) {
-		(void)evbuffer_drain(in, evbuffer_get_length(in));
-		return;
-	}
-	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (end.pos >= 0 || evbuffer_get_length(in) >= KH_RELAY_HEAD_MAX)
-		kh_rconn_deny_answer(c);
-}
-
-static void
-kh_rconn_deny_write(struct bufferevent *bev, void *arg)
-{
-	(void)arg;
-	/* Answer sent: no more from us; the peer may still send (drained). */
-	(void)shutdown(bufferevent_getfd(bev), SHUT_WR);
-}
-
-/* ------------------------------------------------------------------ */
-/* relaying                                                             */
-
-/*
- * An idle connection (a watch with nothing to say, a request the API server
- * is still working on) should cost its sockets and its TLS state, not
- * buffers: libevent leaves an empty chain of a whole read's size reserved
- * in the upstream input after each read that found nothing, and OpenSSL
- * keeps its 16 KiB record buffer from that read (SSL_MODE_RELEASE_BUFFERS
- * frees it only after a record).  Both go when nothing is waiting in them;
- * the next read makes them again.
- */
-static void
-kh_rconn_compact(struct kh_rconn *c)
-{
-	struct bufferevent *bevs[2] = { c->down, c->up };
-	size_t i;
-
-	for (i = 0; i < 2; i++) {
-		struct evbuffer *in = bevs[i] != NULL ? bufferevent_get_input(bevs[i]) : NULL;
-
-		if (in != NULL && evbuffer_get_length(in) == 0)
-			(void)evbuffer_drain(in, 0);    /* frees empty chains */
-	}
-	if (c->up != NULL && bufferevent_openssl_get_ssl(c->up) != NULL)
-		(void)SSL_free_buffers(bufferevent_openssl_get_ssl(c->up));   /* 0 if in use */
-	c->rd->trim_due = true;
-}
-
-/* Move large streams in large steps (libevent's default is 16 KiB a call). */
-static void
-kh_rconn_big_io(struct bufferevent *bev)
-{
-	(void)bufferevent_set_max_single_read(bev, KH_RELAY_BUF_HIGH / 2);
-	(void)bufferevent_set_max_single_write(bev, KH_RELAY_BUF_HIGH / 2);
-}
-
-/* Move what `from` read to `to`; stop reading `from` while `to` is full. */
-static void
-kh_rconn_pump(struct kh_rconn *c, struct bufferevent *from, struct bufferevent *to)
-{
-	struct evbuffer *out = bufferevent_get_output(to);
-
-	if (evbuffer_add_buffer(out, bufferevent_get_input(from)) != 0) {
-		kh_rconn_close(c);
-		return;
-	}
-	c->last_io = kh_mono();
-	if (!c->busy) {
-		/* Compact this connection's buffers once the burst is over. */
-		c->busy = true;
-		kh_rconn_arm(c, KH_RELAY_COMPACT_SEC);
-	}
-	if (evbuffer_get_length(out) >= KH_RELAY_BUF_HIGH) {
-		bufferevent_disable(from, EV_READ);
-		bufferevent_setwatermark(to, EV_WRITE, KH_RELAY_BUF_HIGH / 2, 0);
-	}
-}
-
-/* `to` drained below the mark: read `from` again (or finish closing). */
-static void
-kh_rconn_drained(struct kh_rconn *c, struct bufferevent *to, struct bufferevent *from)
-{
-	if (c->closing) {
-		if (evbuffer_get_length(bufferevent_get_output(to)) == 0)
-			kh_rconn_close(c);
-		return;
-	}
-	bufferevent_setwatermark(to, EV_WRITE, 0, 0);
-	if (from != NULL)
-		bufferevent_enable(from, EV_READ);
-}
-
-static void
-kh_rconn_down_read(struct bufferevent *bev, void *arg);
-
-static void
-kh_rconn_up_read(struct bufferevent *bev, void *arg)
-{
-	struct kh_rconn *c = arg;
-
-	c->answered = true;
-	kh_rconn_pump(c, bev, c->down);
-}
-
-static void
-kh_rconn_down_write(struct bufferevent *bev, void *arg)
-{
-	struct kh_rconn *c = arg;
-
-	kh_rconn_drained(c, bev, c->up);
-}
-
-static void
-kh_rconn_up_write(struct bufferevent *bev, void *arg)
-{
-	struct kh_rconn *c = arg;
-
-	kh_rconn_drained(c, bev, c->down);
-}
-
-/* One side ended: flush what is queued for the other, then close. */
-static void
-kh_rconn_finish(struct kh_rconn *c, struct bufferevent *gone)
-{
-	struct bufferevent *other = gone == c->down ? c->up : c->down;
-
-	if (other == NULL || evbuffer_get_length(bufferevent_get_output(other)) == 0) {
-		kh_rconn_close(c);
-		return;
-	}
-	c->closing = true;
-	bufferevent_disable(gone, EV_READ);
-	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
-	bufferevent_enable(other, EV_WRITE);
-}
-
-/* Why the upstream connection failed, in one line for the 503 and the log. */
-static void
-kh_rconn_up_error(struct kh_rconn *c, short what, char *buf, size_t n)
-{
-	unsigned long e = bufferevent_get_openssl_error(c->up);
-	int dns = bufferevent_socket_get_dns_error(c->up);
-	int sockerr = EVUTIL_SOCKET_ERROR();
-	char ssl[256];
-
-	if (dns != 0) {
-		(void)snprintf(buf, n, "cannot resolve %s: %s", c->cl->conf->server_host,
-			       evutil_gai_strerror(dns));
-	} else if (e != 0) {
-		SSL *s = bufferevent_openssl_get_ssl(c->up);
-		long vr = s != NULL ? SSL_get_verify_result(s) : X509_V_OK;
-
-		ERR_error_string_n(e, ssl, sizeof(ssl));
-		/* Say why the API server's certificate was refused, not just that it was. */
-		(void)snprintf(buf, n, "TLS with %s failed: %s%s%s%s", c->cl->conf->server, ssl,
-			       vr != X509_V_OK ? " (" : "",
-			       vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "",
-			       vr != X509_V_OK ? ")" : "");
-	} else if (what & BEV_EVENT_EOF) {
-		(void)snprintf(buf, n, "%s closed the connection", c->cl->conf->server);
-	} else {
-		(void)snprintf(buf, n, "cannot connect to %s: %s", c->cl->conf->server,
-			       sockerr != 0 ? evutil_socket_error_to_string(sockerr) :
-			       "connection failed");
-	}
-	while (bufferevent_get_openssl_error(c->up) != 0)
-		;
-	ERR_clear_error();
-}
-
-static void
-kh_rconn_up_connected(struct kh_rconn *c)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(c->up);
-	const unsigned char *alpn = NULL;
-	unsigned int alpn_len = 0;
-	int one = 1;
-
-	/* Offered only http/1.1: anything else would not be relayable. */
-	SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
-	if (alpn_len != 0 && (alpn_len != 8 || memcmp(alpn, "http/1.1", 8) != 0)) {
-		kh_rconn_deny(c, 503, "kubehsm-relayd: the API server chose a protocol "
-			      "other than http/1.1");
-		return;
-	}
-	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->state = KH_RC_RELAY;
-	c->last_io = kh_mono();
-	c->busy = true;         /* the handshake's buffers: compacted in a moment */
-	kh_rconn_arm(c, KH_RELAY_COMPACT_SEC);
-	bufferevent_setcb(c->down, kh_rconn_down_read, kh_rconn_down_write, kh_rconn_down_event, c);
-	bufferevent_setwatermark(c->down, EV_READ, 0, 0);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
-	bufferevent_enable(c->down, EV_READ | EV_WRITE);
-	kh_rconn_pump(c, c->down, c->up);
-	kh_rlog(LOG_DEBUG, "uid %u: connected to %s (%s)", (unsigned)c->user->uid,
-		c->cl->conf->server, SSL_session_reused(ssl) ? "resumed" : "full handshake");
-}
-
-static void
-kh_rconn_up_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct kh_rconn *c = arg;
-	char why[512], msg[768];
-
-	if (what & BEV_EVENT_CONNECTED) {
-		kh_rconn_up_connected(c);
-		return;
-	}
-	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
-		return;
-	if (c->state == KH_RC_CONNECTING || !c->answered) {
-		/* Nothing of an answer went out yet: say why, in the client's terms. */
-		kh_rconn_up_error(c, what, why, sizeof(why));
-		kh_rlog(LOG_WARNING, "uid %u: cluster %s: %s", (unsigned)c->user->uid,
-			c->cl->conf->name, why);
-		(void)snprintf(msg, sizeof(msg), "kubehsm-relayd: cluster %s: %s",
-			       c->cl->conf->name, why);
-		kh_rconn_deny(c, 503, msg);
-		return;
-	}
-	kh_rconn_finish(c, bev);
-}
-
-static void
-kh_rconn_down_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct kh_rconn *c = arg;
-
-	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
-		return;
-	if (c->state == KH_RC_RELAY && !(what & BEV_EVENT_ERROR)) {
-		kh_rconn_finish(c, bev);
-		return;
-	}
-	/* The client is gone: nothing to flush to it, nothing to answer. */
-	kh_rconn_close(c);
-}
-
-/* ------------------------------------------------------------------ */
-/* connecting upstream on the first bytes                               */
-
+/* Write out to the client: 0 all of it, 1 the rest waits for ev_write, -1 closed. */
 static int
-kh_rconn_connect(struct kh_rconn *c, struct kh_rsession *s, kh_error *err)
+kh_rconn_flush_down(struct kh_rconn *c)
 {
-	const struct kh_rcluster *cl = c->cl;
-	SSL *ssl = kh_rsession_new_ssl(s, cl, err);
-	evutil_socket_t fd = -1;
-	int one = 1;
+	ssize_t n;
 
-	if (ssl == NULL)
-		return -1;
-	if (cl->addrlen > 0) {
-		fd = socket(cl->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			SSL_free(ssl);
-			return kh_fail(err, KH_ERR_INTERNAL, "socket: %s", strerror(errno));
+	while (c->out.len > 0) {
+		n = send(c->fd, kh_rbuf_head(&c->out), c->out.len, MSG_NOSIGNAL);
+		if (n > 0) {
+			kh_rbuf_consume(&c->out, (size_t)n);
+			continue;
 		}
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			(void)event_add(c->ev_write, NULL);
+			return 1;
+		}
+		kh_rconn_close(c);     /* the client is gone */
+		return -1;
 	}
-	c->up = bufferevent_openssl_socket_new(c->rd->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
-					       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (c->up == NULL) {
-		if (fd >= 0)
-			(void)close(fd);
-		SSL_free(ssl);
-		return kh_fail(err, KH_ERR_INTERNAL, "cannot make the upstream connection");
-	}
-	/* API servers and proxies often skip close_notify. */
-	bufferevent_openssl_set_allow_dirty_shutdown(c->up, 1);
-	kh_rconn_big_io(c->up);
-	bufferevent_setcb(c->up, kh_rconn_up_read, kh_rconn_up_write, kh_rconn_up_event, c);
-	bufferevent_setwatermark(c->up, EV_READ, 0, KH_RELAY_BUF_HIGH);
-	c->state = KH_RC_CONNECTING;
-	if (cl->addrlen > 0) {
-		if (bufferevent_socket_connect(c->up, (const struct sockaddr *)&cl->addr,
-					       (int)cl->addrlen) != 0)
-			return kh_fail(err, KH_ERR_INTERNAL, "cannot connect to %s: %s",
-				       cl->conf->server, strerror(errno));
-	} else if (bufferevent_socket_connect_hostname(c->up, c->rd->dns, AF_UNSPEC,
-						       cl->conf->server_host,
-						       cl->conf->server_port) != 0) {
-		return kh_fail(err, KH_ERR_INTERNAL, "cannot resolve %s", cl->conf->server_host);
-	}
+	kh_rbuf_give(&c->out);
+	c->last_io = kh_mono();
 	return 0;
 }
 
-static void
-kh_rconn_down_read(struct bufferevent *bev, void *arg)
+/* Read what the client sent: -1 closed. */
+static int
+kh_rconn_read_client(struct kh_rconn *c)
 {
-	struct kh_rconn *c = arg;
-	struct kh_rsession *s;
-	char msg[KH_ERROR_MAX + 128];
-	kh_error err = { 0 };
+	size_t room;
+	ssize_t n;
 
-	switch (c->state) {
-	case KH_RC_RELAY:
-		kh_rconn_pump(c, bev, c->up);
-		return;
-	case KH_RC_CONNECTING:
-		return;         /* held until the handshake is done */
-	case KH_RC_WAIT:
-		break;
-	default:
-		return;
+	if (!kh_rbuf_take(&c->in)) {
+		kh_rconn_close(c);
+		return -1;
 	}
+	room = kh_rbuf_room(&c->in);
+	if (room == 0) {
+		kh_rconn_update_reading(c);
+		return 0;
+	}
+	do {
+		n = read(c->fd, kh_rbuf_tail(&c->in), room);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		c->in.len += (size_t)n;
+		c->last_io = kh_mono();
+	} else if (n == 0) {
+		c->client_eof = true;
+	} else if (errno != EAGAIN) {
+		kh_rconn_close(c);
+		return -1;
+	}
+	kh_rbuf_give(&c->in);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the relay's own answers                                              */
+
+/* Answer code with msg, then half-close and drain the peer. */
+static int
+kh_rconn_deny(struct kh_rconn *c, int code, const char *msg, const char *note)
+{
+	char text[KH_RDENY_MSG_MAX];
+	int n;
+
+	if (c->up != NULL) {
+		kh_rup_close(c->up);
+		c->up = NULL;
+	}
+	if (!c->in_flight)
+		kh_rconn_audit_start(c);
+	c->status = (unsigned)code;
+	c->note = note;
+	kh_rconn_audit(c);
+	(void)snprintf(text, sizeof(text), "%s", msg);
+	kh_rbuf_drop(&c->in);
+	c->in_ok = c->in_parsed = 0;
+	c->state = KH_RC_LINGER;
+	kh_rconn_arm(c, KH_RELAY_LINGER_SEC);
+	if (!kh_rbuf_take(&c->out) || kh_rbuf_room(&c->out) < KH_RDENY_MAX) {
+		kh_rconn_close(c);
+		return -1;
+	}
+	n = kh_rdeny_format(code, text, kh_rbuf_tail(&c->out), kh_rbuf_room(&c->out));
+	if (n < 0) {
+		kh_rconn_close(c);
+		return -1;
+	}
+	c->out.len += (size_t)n;
+	if (!c->client_eof)
+		kh_rconn_reading(c, true);     /* drained, so the answer is not reset */
+	n = kh_rconn_flush_down(c);
+	if (n < 0)
+		return -1;
+	if (n == 0)
+		(void)shutdown(c->fd, SHUT_WR);
+	return -1;      /* no more requests on this connection, whatever happens */
+}
+
+static void
+kh_rconn_linger_read(struct kh_rconn *c)
+{
+	char sink[4096];
+	ssize_t n;
+
+	do {
+		n = read(c->fd, sink, sizeof(sink));
+	} while (n > 0 || (n < 0 && errno == EINTR));
+	if (n == 0 || errno != EAGAIN)
+		kh_rconn_close(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* requests                                                             */
+
+static int
+kh_rconn_start_request(struct kh_rconn *c)
+{
+	struct kh_rsession *s;
+	char msg[KH_RDENY_MSG_MAX];
+	kh_error err = { 0 };
+	bool ready = false;
+
+	kh_rconn_audit_start(c);
+	c->watch = kh_rhttp_is_watch(&c->req);
+	c->upgrade = kh_rhttp_upgrade(&c->req);
+	c->req_done = c->resp_done = c->answered = c->up_extra = false;
 	/* The session is looked up now, with the request at hand: the freshest. */
 	s = kh_rsession_find(c->rd, c->user->uid, c->cl->issuer_id);
 	if (s == NULL) {
@@ -525,36 +388,445 @@ kh_rconn_down_read(struct bufferevent *bev, void *arg)
 				    c->user->ended_why, c->user->ended_at);
 		kh_rlog(LOG_DEBUG, "uid %u: no session for cluster %s: 401",
 			(unsigned)c->user->uid, c->cl->conf->name);
-		kh_rconn_deny(c, 401, msg);
-		return;
+		return kh_rconn_deny(c, 401, msg, "no session");
 	}
-	if (kh_rconn_connect(c, s, &err) != 0) {
+	kh_rhttp_init_response(&c->resp, c->req.p.method == HTTP_HEAD);
+	c->in_ok = c->in_parsed;        /* the head may go */
+	c->up = kh_rup_get(c->user, c->cl, s, &kh_rconn_up_ops, c, &ready, &err);
+	if (c->up == NULL) {
 		kh_rlog(LOG_WARNING, "uid %u: cluster %s: %s", (unsigned)c->user->uid,
 			c->cl->conf->name, err.msg);
 		(void)snprintf(msg, sizeof(msg), "kubehsm-relayd: cluster %s: %s",
 			       c->cl->conf->name, err.msg);
-		kh_rconn_deny(c, 503, msg);
+		return kh_rconn_deny(c, 503, msg, "upstream unreachable");
+	}
+	c->state = ready ? KH_RC_REQ : KH_RC_UPWAIT;
+	kh_rconn_arm(c, c->rd->policy->relay.idle_timeout);
+	return 0;
+}
+
+/* Parse the head being read: -1 closed (or answered by the relay). */
+static int
+kh_rconn_parse_head(struct kh_rconn *c)
+{
+	char msg[KH_RDENY_MSG_MAX];
+	enum kh_rhttp_ev ev;
+	size_t used;
+
+	if (!c->head_started) {
+		/* From its first byte, a head has handshake_timeout to arrive whole. */
+		c->head_started = true;
+		kh_rconn_arm(c, c->rd->policy->relay.handshake_timeout);
+	}
+	ev = kh_rhttp_feed(&c->req, kh_rbuf_head(&c->in) + c->in_parsed,
+			   c->in.len - c->in_parsed, &used);
+	c->in_parsed += used;
+	if (ev == KH_RHTTP_BAD) {
+		(void)snprintf(msg, sizeof(msg), "kubehsm-relayd: bad request: %s; it was not "
+			       "sent to the API server", c->req.why);
+		kh_rlog(LOG_DEBUG, "uid %u: 400: %s", (unsigned)c->user->uid, c->req.why);
+		return kh_rconn_deny(c, 400, msg, "bad request head");
+	}
+	if (ev != KH_RHTTP_HEAD)
+		return 0;
+	return kh_rconn_start_request(c);
+}
+
+/* The request's body (or its end): framing only.  -1 closed. */
+static int
+kh_rconn_parse_body(struct kh_rconn *c)
+{
+	enum kh_rhttp_ev ev;
+	size_t used;
+
+	while (!c->req_done && c->in_parsed < c->in.len) {
+		ev = kh_rhttp_feed(&c->req, kh_rbuf_head(&c->in) + c->in_parsed,
+				   c->in.len - c->in_parsed, &used);
+		c->in_parsed += used;
+		c->in_ok = c->in_parsed;
+		if (ev == KH_RHTTP_BAD) {
+			kh_rlog(LOG_DEBUG, "uid %u: request body: %s", (unsigned)c->user->uid,
+				c->req.why);
+			kh_rconn_close(c);
+			return -1;
+		}
+		if (ev == KH_RHTTP_DONE)
+			c->req_done = true;
+		if (used == 0)
+			break;
+	}
+	return 0;
+}
+
+/* Send what may go upstream.  -1 closed. */
+static int
+kh_rconn_flush_up(struct kh_rconn *c)
+{
+	size_t n;
+	int r, e;
+
+	while (c->in_ok > 0) {
+		ERR_clear_error();
+		r = SSL_write_ex(c->up->ssl, kh_rbuf_head(&c->in), c->in_ok, &n);
+		if (r == 1) {
+			kh_rbuf_consume(&c->in, n);
+			c->in_ok -= n;
+			c->in_parsed -= n;
+			c->bytes_in += n;
+			c->last_io = kh_mono();
+			continue;
+		}
+		e = SSL_get_error(c->up->ssl, r);
+		if (e == SSL_ERROR_WANT_WRITE) {
+			kh_rup_want_write(c->up);
+			return 0;
+		}
+		if (e == SSL_ERROR_WANT_READ)
+			return 0;
+		kh_rlog(LOG_DEBUG, "uid %u: writing upstream failed", (unsigned)c->user->uid);
+		kh_rconn_close(c);
+		return -1;
+	}
+	/* Sent: a request waiting for its answer holds no buffer of ours or
+	 * OpenSSL's (SSL_free_buffers keeps any still in use). */
+	kh_rbuf_give(&c->in);
+	if (c->in.data == NULL)
+		(void)SSL_free_buffers(c->up->ssl);
+	return 0;
+}
+
+/* The client ended its side: what that means depends on where we are. */
+static int
+kh_rconn_client_ended(struct kh_rconn *c)
+{
+	switch (c->state) {
+	case KH_RC_HEAD:
+		/* Between requests: done, once what is queued for it is out. */
+		if (c->out.len > 0) {
+			c->closing = true;
+			return 0;
+		}
+		break;
+	case KH_RC_REQ:
+	case KH_RC_UPWAIT:
+		/* A client may half-close after its request and still read the
+		 * answer; a watch's client that goes has gone for good, and its
+		 * stream may stay quiet for minutes. */
+		if (c->req_done && !c->watch) {
+			c->close_after = true;  /* its answer still goes out */
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	kh_rconn_close(c);
+	return -1;
+}
+
+/* Move the client's bytes as far as the state allows.  -1 closed. */
+static int
+kh_rconn_process(struct kh_rconn *c)
+{
+	while (c->state == KH_RC_HEAD && !c->closing && c->in.len > c->in_parsed) {
+		if (kh_rconn_parse_head(c) != 0)
+			return -1;
+		if (c->state == KH_RC_HEAD)
+			break;          /* more of the head to come */
+	}
+	if ((c->state == KH_RC_UPWAIT || c->state == KH_RC_REQ) && kh_rconn_parse_body(c) != 0)
+		return -1;
+	if (c->state == KH_RC_TUNNEL)
+		c->in_ok = c->in.len;
+	if ((c->state == KH_RC_REQ || c->state == KH_RC_TUNNEL) && kh_rconn_flush_up(c) != 0)
+		return -1;
+	if (c->client_eof && c->in_ok == 0 &&
+	    (c->state != KH_RC_HEAD || c->in.len == c->in_parsed) &&
+	    kh_rconn_client_ended(c) != 0)
+		return -1;
+	kh_rconn_update_reading(c);
+	return 0;
+}
+
+/* The answer is complete: log it, pool the upstream, next request.  -1 closed. */
+static int
+kh_rconn_end_request(struct kh_rconn *c)
+{
+	bool keep = c->req_done && kh_rhttp_keep_alive(&c->req) && kh_rhttp_keep_alive(&c->resp) &&
+		    !c->upgrade;
+
+	kh_rconn_audit(c);
+	kh_rup_release(c->up, keep && !c->up_extra);
+	c->up = NULL;
+	if (!keep || c->close_after) {
+		if (c->out.len == 0) {
+			kh_rconn_close(c);
+			return -1;
+		}
+		c->closing = true;
+		kh_rconn_update_reading(c);
+		return 0;
+	}
+	c->state = KH_RC_HEAD;
+	c->head_started = false;
+	kh_rconn_arm(c, c->rd->policy->relay.idle_timeout);
+	return kh_rconn_process(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* the answer                                                           */
+
+enum kh_rconn_rd { KH_RD_BLOCKED, KH_RD_FULL, KH_RD_EOF, KH_RD_ERROR };
+
+/* Drain the upstream's TLS into out until it would block or out is full. */
+static enum kh_rconn_rd
+kh_rconn_read_up(struct kh_rconn *c, size_t *got)
+{
+	size_t n;
+	int r, e;
+
+	*got = 0;
+	while (KH_RBUF_SIZE - c->out.off - c->out.len >= KH_RCONN_READ_MIN) {
+		ERR_clear_error();
+		r = SSL_read_ex(c->up->ssl, kh_rbuf_tail(&c->out),
+				KH_RBUF_SIZE - c->out.off - c->out.len, &n);
+		if (r == 1) {
+			c->out.len += n;
+			*got += n;
+			continue;
+		}
+		e = SSL_get_error(c->up->ssl, r);
+		if (e == SSL_ERROR_WANT_READ)
+			return KH_RD_BLOCKED;
+		if (e == SSL_ERROR_WANT_WRITE) {
+			kh_rup_want_write(c->up);
+			return KH_RD_BLOCKED;
+		}
+		return e == SSL_ERROR_ZERO_RETURN ? KH_RD_EOF : KH_RD_ERROR;
+	}
+	return KH_RD_FULL;
+}
+
+/* The answer's framing in the got bytes just read.  -1 closed. */
+static int
+kh_rconn_parse_answer(struct kh_rconn *c, size_t got)
+{
+	const char *p = kh_rbuf_head(&c->out) + c->out.len - got;
+	size_t left = got, used;
+	enum kh_rhttp_ev ev;
+
+	while (left > 0 && c->state == KH_RC_REQ && !c->resp_done) {
+		ev = kh_rhttp_feed(&c->resp, p, left, &used);
+		p += used;
+		left -= used;
+		if (ev == KH_RHTTP_HEAD && (kh_rhttp_status(&c->resp) >= 200 ||
+					    kh_rhttp_status(&c->resp) == 101)) {
+			c->status = kh_rhttp_status(&c->resp);
+		} else if (ev == KH_RHTTP_DONE && kh_rhttp_upgrade(&c->resp)) {
+			/* 101: what follows is the other protocol's, both ways. */
+			c->state = KH_RC_TUNNEL;
+			c->upgrade = true;
+			c->close_after = true;
+		} else if (ev == KH_RHTTP_DONE) {
+			c->resp_done = true;
+		} else if (ev == KH_RHTTP_BAD) {
+			kh_rlog(LOG_WARNING, "uid %u: cluster %s: a malformed answer: %s",
+				(unsigned)c->user->uid, c->cl->conf->name, c->resp.why);
+			kh_rconn_close(c);
+			return -1;
+		}
+		if (used == 0 && ev == KH_RHTTP_MORE)
+			break;
+	}
+	if (c->resp_done && left > 0) {
+		/* Bytes after the answer nobody asked for: not passed on, not pooled. */
+		c->out.len -= left;
+		got -= left;
+		c->up_extra = true;
+	}
+	c->bytes_out += got;
+	if (got > 0)
+		c->answered = true;
+	return 0;
+}
+
+/* The upstream ended (or broke) mid-answer.  -1 closed. */
+static int
+kh_rconn_up_ended(struct kh_rconn *c, bool error)
+{
+	char msg[KH_RDENY_MSG_MAX];
+
+	c->up_extra = true;     /* never pooled again */
+	if (c->state == KH_RC_REQ && !error && kh_rhttp_eof(&c->resp) == KH_RHTTP_DONE) {
+		c->resp_done = true;    /* a body that ends with the connection */
+		c->close_after = true;
+		return 0;
+	}
+	if (c->state == KH_RC_REQ && !c->answered) {
+		(void)snprintf(msg, sizeof(msg), "kubehsm-relayd: cluster %s: %s closed the "
+			       "connection before answering", c->cl->conf->name,
+			       c->cl->conf->server);
+		kh_rlog(LOG_WARNING, "uid %u: %s", (unsigned)c->user->uid,
+			msg + strlen("kubehsm-relayd: "));
+		return kh_rconn_deny(c, 503, msg, "upstream closed");
+	}
+	/* Cut mid-answer, or a tunnel's end: flush what we have, then close. */
+	kh_rup_close(c->up);
+	c->up = NULL;
+	if (c->out.len == 0) {
+		kh_rconn_close(c);
+		return -1;
+	}
+	c->closing = true;
+	kh_rconn_update_reading(c);
+	return 0;
+}
+
+/* Upstream to client, until the upstream would block or the client is full. */
+static int
+kh_rconn_pump_down(struct kh_rconn *c)
+{
+	enum kh_rconn_rd rd = KH_RD_BLOCKED;
+	size_t got = 0;
+	int r;
+
+	for (;;) {
+		if (c->up != NULL && !c->closing && !(c->resp_done && c->state == KH_RC_REQ)) {
+			if (!kh_rbuf_take(&c->out)) {
+				kh_rconn_close(c);
+				return -1;
+			}
+			rd = kh_rconn_read_up(c, &got);
+			if (got > 0) {
+				c->last_io = kh_mono();
+				if (c->state == KH_RC_REQ) {
+					if (kh_rconn_parse_answer(c, got) != 0)
+						return -1;
+				} else {
+					c->bytes_out += got;
+				}
+			}
+			if ((rd == KH_RD_EOF || rd == KH_RD_ERROR) &&
+			    kh_rconn_up_ended(c, rd == KH_RD_ERROR) != 0)
+				return -1;
+		}
+		r = kh_rconn_flush_down(c);
+		if (r < 0)
+			return -1;
+		if (r > 0) {
+			/* The client is slow: stop reading its answer until it drains. */
+			if (c->up != NULL)
+				kh_rup_read(c->up, false);
+			return 0;
+		}
+		if (c->closing && c->up == NULL) {
+			kh_rconn_close(c);
+			return -1;
+		}
+		if (c->resp_done && c->state == KH_RC_REQ)
+			return kh_rconn_end_request(c);
+		if (rd != KH_RD_FULL || c->up == NULL)
+			return 0;
 	}
 }
 
 /* ------------------------------------------------------------------ */
-/* timers and accepting                                                 */
+/* upstream events                                                      */
 
 static void
-kh_rconn_timer(evutil_socket_t fd, short what, void *arg)
+kh_rconn_up_ready(void *arg, struct kh_rup *up)
+{
+	struct kh_rconn *c = arg;
+
+	c->up = up;
+	c->state = KH_RC_REQ;
+	(void)kh_rconn_process(c);
+}
+
+static void
+kh_rconn_up_failed(void *arg, const char *why)
+{
+	struct kh_rconn *c = arg;
+	char msg[KH_RDENY_MSG_MAX];
+
+	c->up = NULL;           /* gone already */
+	(void)snprintf(msg, sizeof(msg), "kubehsm-relayd: cluster %s: %s", c->cl->conf->name, why);
+	(void)kh_rconn_deny(c, 503, msg, "upstream unreachable");
+}
+
+static void
+kh_rconn_up_readable(void *arg)
+{
+	(void)kh_rconn_pump_down(arg);
+}
+
+static void
+kh_rconn_up_writable(void *arg)
+{
+	struct kh_rconn *c = arg;
+
+	if (kh_rconn_process(c) != 0 || c->up == NULL)
+		return;
+	(void)kh_rconn_pump_down(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* client events and the timer                                          */
+
+static void
+kh_rconn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct kh_rconn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->state == KH_RC_LINGER) {
+		kh_rconn_linger_read(c);
+		return;
+	}
+	if (kh_rconn_read_client(c) != 0)
+		return;
+	(void)kh_rconn_process(c);
+}
+
+static void
+kh_rconn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct kh_rconn *c = arg;
+	int r;
+
+	(void)fd;
+	(void)what;
+	r = kh_rconn_flush_down(c);
+	if (r != 0)
+		return;
+	if (c->state == KH_RC_LINGER) {
+		(void)shutdown(c->fd, SHUT_WR);
+		return;
+	}
+	if (c->closing && c->up == NULL) {
+		kh_rconn_close(c);
+		return;
+	}
+	if (c->up != NULL) {
+		/* Resume: OpenSSL may hold bytes already read, which no event announces. */
+		kh_rup_read(c->up, true);
+		(void)kh_rconn_pump_down(c);
+	}
+}
+
+static void
+kh_rconn_on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct kh_rconn *c = arg;
 	time_t now = kh_mono(), idle = c->rd->policy->relay.idle_timeout;
-	char msg[256];
 
 	(void)fd;
 	(void)what;
 	switch (c->state) {
-	case KH_RC_RELAY:
-		if (c->busy) {
-			c->busy = false;
-			kh_rconn_compact(c);
-		}
+	case KH_RC_REQ:
+	case KH_RC_TUNNEL:
+	case KH_RC_UPWAIT:
 		if (now - c->last_io < idle) {
 			kh_rconn_arm(c, idle - (now - c->last_io));
 			return;
@@ -562,13 +834,10 @@ kh_rconn_timer(evutil_socket_t fd, short what, void *arg)
 		kh_rlog(LOG_DEBUG, "uid %u: idle for %lds: closing", (unsigned)c->user->uid,
 			(long)idle);
 		break;
-	case KH_RC_CONNECTING:
-		(void)snprintf(msg, sizeof(msg), "kubehsm-relayd: cluster %s: %s did not "
-			       "complete the TLS handshake within %lds", c->cl->conf->name,
-			       c->cl->conf->server, c->rd->policy->relay.handshake_timeout);
-		kh_rlog(LOG_WARNING, "%s", msg + strlen("kubehsm-relayd: "));
-		kh_rconn_deny(c, 503, msg);
-		return;
+	case KH_RC_HEAD:
+		kh_rlog(LOG_DEBUG, "uid %u: %s: closing", (unsigned)c->user->uid,
+			c->head_started ? "a request head took too long" : "no request");
+		break;
 	default:
 		break;
 	}
@@ -619,25 +888,22 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 	c->rd = rd;
 	c->cl = cl;
 	c->user = u;
-	c->state = KH_RC_WAIT;
+	c->fd = fd;
+	c->state = KH_RC_HEAD;
+	kh_rhttp_init_request(&c->req, c->target);
 	TAILQ_INSERT_TAIL(&u->conns, c, by_user);
 	u->nconns++;
 	rd->nconns++;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->down = bufferevent_socket_new(rd->base, fd, BEV_OPT_CLOSE_ON_FREE |
-					 BEV_OPT_DEFER_CALLBACKS);
-	c->timer = evtimer_new(rd->base, kh_rconn_timer, c);
-	if (c->down == NULL || c->timer == NULL) {
-		if (c->down == NULL)
-			(void)close(fd);
+	c->ev_read = event_new(rd->base, fd, EV_READ | EV_PERSIST, kh_rconn_on_read, c);
+	c->ev_write = event_new(rd->base, fd, EV_WRITE, kh_rconn_on_write, c);
+	c->timer = evtimer_new(rd->base, kh_rconn_on_timer, c);
+	if (c->ev_read == NULL || c->ev_write == NULL || c->timer == NULL) {
 		kh_rconn_close(c);
 		return;
 	}
-	bufferevent_setcb(c->down, kh_rconn_down_read, NULL, kh_rconn_down_event, c);
-	kh_rconn_big_io(c->down);
-	/* Held bytes while connecting upstream are bounded too. */
-	bufferevent_setwatermark(c->down, EV_READ, 0, KH_RELAY_BUF_HIGH);
-	bufferevent_enable(c->down, EV_READ);
+	kh_rconn_reading(c, true);
+	/* The first request comes within handshake_timeout, or never. */
 	kh_rconn_arm(c, rd->policy->relay.handshake_timeout);
 	return;
 refuse:

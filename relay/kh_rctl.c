@@ -5,9 +5,10 @@
  * uid must be 0): deliver a session with its key, forget any uid's
  * session, list all sessions.  user.sock is for anyone: the relay takes
  * the caller's uid from SO_PEERCRED and lets it list or forget only its
- * own sessions (`kubehsm logout`).  Both are bounded: at most
- * KH_RELAY_CTL_MAX connections at once, KH_RELAY_CTL_TIMEOUT_SEC each,
- * one datagram of at most KH_RELAY_MSG_MAX bytes.
+ * own sessions (`kubehsm logout`).  Each socket has slots of its own
+ * (kh_rctlpool): users' connections, capped per uid and given a second,
+ * never hold what root's need.  One datagram of at most KH_RELAY_MSG_MAX
+ * bytes each way.
  */
 #include "config.h"
 
@@ -21,8 +22,10 @@
 #include <event2/listener.h>
 
 #include "lib/kh_mem.h"
-#include "relay/kh_relayd.h"
+#include "relay/kh_rctl.h"
+#include "relay/kh_rctlpool.h"
 #include "relay/kh_rlog.h"
+#include "relay/kh_rsession.h"
 
 struct kh_rctl {
 	struct kh_relayd *rd;
@@ -39,7 +42,7 @@ kh_rctl_close(struct kh_rctl *k)
 	if (k->ev != NULL)
 		event_free(k->ev);
 	(void)close(k->fd);
-	k->rd->nctl--;
+	kh_rctlpool_leave(k->rd->ctlpool, k->user, k->uid);
 	free(k);
 }
 
@@ -192,23 +195,29 @@ kh_rctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa
 {
 	static struct kh_rlog_limit lim;
 	struct kh_relayd *rd = arg;
-	struct timeval tv = { .tv_sec = KH_RELAY_CTL_TIMEOUT_SEC };
 	bool user = evconnlistener_get_fd(l) == evconnlistener_get_fd(rd->user_listener);
+	int ms = kh_rctlpool_timeout_ms(user);
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	struct kh_rctl *k;
 
 	(void)sa;
 	(void)salen;
-	if (rd->nctl >= KH_RELAY_CTL_MAX ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
-		kh_rlog_limited(&lim, LOG_WARNING, "%s: too many requests at once; refused",
-				user ? KH_RELAY_USER_SOCK : KH_RELAY_CONTROL_SOCK);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
+		(void)close(fd);
+		return;
+	}
+	if (!kh_rctlpool_admit(rd->ctlpool, user, cred.uid)) {
+		kh_rlog_limited(&lim, LOG_WARNING, "%s: uid %u: too many requests at once; "
+				"refused", user ? KH_RELAY_USER_SOCK : KH_RELAY_CONTROL_SOCK,
+				(unsigned)cred.uid);
 		(void)close(fd);
 		return;
 	}
 	k = calloc(1, sizeof(*k));
 	if (k == NULL) {
+		kh_rctlpool_leave(rd->ctlpool, user, cred.uid);
 		(void)close(fd);
 		return;
 	}
@@ -217,7 +226,6 @@ kh_rctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa
 	k->user = user;
 	k->uid = cred.uid;
 	k->pid = cred.pid;
-	rd->nctl++;
 	/* The file mode already keeps others out; the kernel's word settles it. */
 	if (!user && cred.uid != 0) {
 		kh_rlog(LOG_WARNING, "%s: uid %u (pid %ld) is not root; refused",

@@ -1,9 +1,8 @@
 /*
  * kh_rdeny — HTTP/1.1 error responses with a Kubernetes Status body.
  *
- * The request itself is never parsed: the caller only waits for the end
- * of its head (an empty line) so the response does not race the request,
- * then writes this, half-closes and drains.
+ * The caller answers once the request head is read (so the answer does
+ * not race the request), then half-closes and drains.
  */
 #include "config.h"
 
@@ -14,33 +13,65 @@
 
 #include "relay/kh_rdeny.h"
 
-int
-kh_rdeny_response(struct evbuffer *out, int code, const char *message)
+static void
+kh_rdeny_reason(int code, const char **reason, const char **text)
 {
-	const char *reason = code == 401 ? "Unauthorized" : "ServiceUnavailable";
-	const char *text = code == 401 ? "Unauthorized" : "Service Unavailable";
-	json_t *status;
-	char *body;
-	int rc;
+	switch (code) {
+	case 400: *reason = "BadRequest"; *text = "Bad Request"; break;
+	case 401: *reason = "Unauthorized"; *text = "Unauthorized"; break;
+	default: *reason = "ServiceUnavailable"; *text = "Service Unavailable"; break;
+	}
+}
 
+/*
+ * The message as a warn-text (RFC 9110 quoted-string): printable ASCII,
+ * with '"' and '\\' escaped; anything else becomes '?' (kubectl prints the
+ * text as it is, so nothing may end the header early).
+ */
+static void
+kh_rdeny_warn_text(const char *msg, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (; *msg != '\0' && o + 3 < cap; msg++) {
+		unsigned char c = (unsigned char)*msg;
+
+		if (c == '"' || c == '\\')
+			out[o++] = '\\';
+		out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	out[o] = '\0';
+}
+
+int
+kh_rdeny_format(int code, const char *message, char *buf, size_t cap)
+{
+	const char *reason, *text;
+	char body[2 * KH_RDENY_MSG_MAX + 256], warn[2 * KH_RDENY_MSG_MAX + 1];
+	json_t *status;
+	size_t blen;
+	int n;
+
+	kh_rdeny_reason(code, &reason, &text);
 	status = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}",
 			   "kind", "Status", "apiVersion", "v1", "metadata",
 			   "status", "Failure", "message", message, "reason", reason,
 			   "code", code);
 	if (status == NULL)
 		return -1;
-	body = json_dumps(status, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	blen = json_dumpb(status, body, sizeof(body), JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(status);
-	if (body == NULL)
+	if (blen == 0 || blen >= sizeof(body))
 		return -1;
-	rc = evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
-				 "Content-Type: application/json\r\n"
-				 "Content-Length: %zu\r\n"
-				 "Cache-Control: no-store\r\n"
-				 "Connection: close\r\n\r\n%s\n", code, text, strlen(body) + 1,
-				 body) < 0 ? -1 : 0;
-	free(body);
-	return rc;
+	kh_rdeny_warn_text(message, warn, sizeof(warn));
+	n = snprintf(buf, cap, "HTTP/1.1 %d %s\r\n"
+		     "Content-Type: application/json\r\n"
+		     "Content-Length: %zu\r\n"
+		     "Warning: 299 - \"%s\"\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "Connection: close\r\n\r\n%.*s\n", code, text, blen + 1, warn,
+		     (int)blen, body);
+	return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
 void

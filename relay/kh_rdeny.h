@@ -1,11 +1,13 @@
 /*
- * kh_rdeny — the only HTTP kubehsm-relayd speaks.
+ * kh_rdeny — the answers kubehsm-relayd makes itself.
  *
- * Everything else is relayed byte for byte; a peer the relay cannot serve
- * (no live session for its uid, or the API server unreachable before any
- * byte of an answer) gets one HTTP/1.1 response with a Kubernetes Status
- * body whose message says what happened and what to do.  kubectl prints
- * that message ("error: You must be logged in to the server (...)").
+ * A request the relay cannot serve (400: a head it will not pass on; 401:
+ * no live session for the uid; 503: the API server cannot be reached, or
+ * failed before any byte of an answer) gets one HTTP/1.1 response with a
+ * Kubernetes Status body whose message says what happened and what to do,
+ * and the same message in a `Warning: 299 - "..."` header: kubectl's
+ * discovery drops a 401's body ("You must be logged in to the server"),
+ * but every kubectl prints warnings, so every command shows the reason.
  */
 #ifndef KH_RDENY_H
 #define KH_RDENY_H
@@ -14,11 +16,16 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include <event2/buffer.h>
+/* Worst case of kh_rdeny_format for a message of KH_RDENY_MSG_MAX. */
+#define KH_RDENY_MSG_MAX 1024
+#define KH_RDENY_MAX (4 * KH_RDENY_MSG_MAX + 512)
 
-/* Append "HTTP/1.1 <code> ..." with Connection: close and the Status JSON.
- * code is 401 (Unauthorized) or 503 (ServiceUnavailable). 0 or -1. */
-int kh_rdeny_response(struct evbuffer *out, int code, const char *message);
+/*
+ * "HTTP/1.1 <code> ..." with Connection: close, the Warning header and the
+ * Status JSON, into buf (cap bytes, KH_RDENY_MAX is enough).  code is 400,
+ * 401 or 503.  The length, or -1.
+ */
+int kh_rdeny_format(int code, const char *message, char *buf, size_t cap);
 
 /*
  * The 401 message for uid on cluster `cluster`: never had a session here,

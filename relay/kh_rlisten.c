@@ -23,7 +23,10 @@
 
 #include <event2/listener.h>
 
-#include "relay/kh_relayd.h"
+#include "relay/kh_rconn.h"
+#include "relay/kh_rctl.h"
+#include "relay/kh_rctlpool.h"
+#include "relay/kh_rlisten.h"
 #include "relay/kh_rlog.h"
 
 #define KH_RLISTEN_BACKLOG 1024
@@ -152,7 +155,7 @@ kh_rlisten_unix(const char *dir, const char *name, mode_t mode, kh_error *err)
 	n = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	e = errno;
 	(void)umask(old);
-	if (n != 0 || chmod(sa.sun_path, mode) != 0 || listen(fd, KH_RELAY_CTL_MAX) != 0) {
+	if (n != 0 || chmod(sa.sun_path, mode) != 0 || listen(fd, KH_RCTL_ROOT_MAX + KH_RCTL_USER_MAX) != 0) {
 		e = n != 0 ? e : errno;
 		(void)close(fd);
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot listen on %s: %s", sa.sun_path,

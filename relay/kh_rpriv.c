@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cap-ng.h>
+#include <keyutils.h>
 #include <linux/capability.h>
 
 #include "relay/kh_rpriv.h"
@@ -91,6 +92,17 @@ kh_rpriv_raise_nofile(unsigned long want, kh_error *err)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot allow %lu open files: %s", want,
 			       strerror(errno));
 	return 0;
+}
+
+long
+kh_rpriv_leave_session_keyring(kh_error *err)
+{
+	long k = keyctl_join_session_keyring(NULL);
+
+	if (k < 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "cannot join a fresh session keyring: %s",
+			       strerror(errno));
+	return k;
 }
 
 static int

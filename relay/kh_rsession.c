@@ -9,7 +9,8 @@
  * contexts are made on first use, one per cluster, and keep the last TLS
  * session the API server handed out so the next connection resumes it.
  * When the session ends (forget, expiry) every connection of that uid to
- * that issuer's clusters is closed at once.
+ * that issuer's clusters is closed at once (rd->close_user), to the
+ * millisecond of its expiry.
  */
 #include "config.h"
 
@@ -25,14 +26,17 @@
 #include <openssl/x509v3.h>
 
 #include "lib/kh_mem.h"
-#include "relay/kh_relayd.h"
 #include "relay/kh_rlog.h"
+#include "relay/kh_rsession.h"
 #include "relay/kh_rstore.h"
 
 /* How long a uid's "your session ended" note is kept for its 401s. */
 #define KH_RUSER_ENDED_KEEP (24 * 3600)
+/* OpenSSL's read buffer with read-ahead: several records per read(2). */
+#define KH_RSESSION_READ_AHEAD (64 * 1024)
 
 static int kh_rtls_index = -1;
+static uint64_t kh_rsession_serial;
 
 /* ------------------------------------------------------------------ */
 /* users                                                                */
@@ -70,13 +74,14 @@ kh_ruser_maybe_free(struct kh_relayd *rd, struct kh_ruser *u)
 {
 	struct kh_ruser **pp;
 
-	if (u == NULL || u->nconns > 0 || u->sessions != NULL)
+	if (u == NULL || u->nconns > 0 || u->nups > 0 || u->sessions != NULL)
 		return;
 	if (u->ended_why != NULL && time(NULL) - u->ended_at < KH_RUSER_ENDED_KEEP)
 		return;
 	for (pp = &rd->users[kh_ruser_bucket(rd, u->uid)]; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == u) {
 			*pp = u->next;
+			free(u->pools);
 			free(u);
 			return;
 		}
@@ -145,8 +150,14 @@ kh_rtls_ctx(struct kh_rsession *s, const struct kh_rcluster *cl, kh_error *err)
 	/* The cluster's CA store, shared (reference counted) by its contexts. */
 	SSL_CTX_set1_cert_store(ctx, cl->store);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	/* Idle connections (watches) give their read and write buffers back. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* Idle connections (watches) give their read and write buffers back;
+	 * writes go out as far as they can, from a buffer that may move. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+			 SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* One read(2) takes as many records as the socket holds (up to 64 KiB),
+	 * not a 5-byte header and then a body: two syscalls per record less. */
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, KH_RSESSION_READ_AHEAD);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, kh_rtls_new_session);
 	t->ctx = ctx;
@@ -212,6 +223,9 @@ kh_rsession_free(struct kh_rsession *s)
 	sk_X509_pop_free(s->chain, X509_free);
 	free(s->user_name);
 	free(s->issuer);
+	free(s->origin.service);
+	free(s->origin.rhost);
+	free(s->origin.tty);
 	free(s);
 }
 
@@ -290,6 +304,29 @@ kh_rsession_check_time(struct kh_rsession *s, int64_t expires, kh_error *err)
 	if (X509_cmp_current_time(X509_get0_notBefore(s->leaf)) > 0)
 		return kh_fail(err, KH_ERR_INPUT, "the session certificate is not valid yet");
 	return 0;
+}
+
+/* Now (CLOCK_REALTIME) in ns. */
+static int64_t
+kh_rsession_now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The time left until `expires` (unix seconds), to the microsecond: a
+ * timer in whole seconds from now would fire up to a second late. */
+static void
+kh_rsession_until(int64_t expires, struct timeval *tv)
+{
+	int64_t left = expires * 1000000000 - kh_rsession_now_ns();
+
+	if (left < 0)
+		left = 0;
+	tv->tv_sec = (time_t)(left / 1000000000);
+	tv->tv_usec = (suseconds_t)(left % 1000000000 / 1000);
 }
 
 static bool
@@ -378,6 +415,12 @@ kh_rsession_add(struct kh_relayd *rd, struct kh_relay_session *in, int slot, boo
 		goto out;
 	}
 	s->delivered = in->delivered != 0 ? in->delivered : (int64_t)time(NULL);
+	/* Only a delivery now knows its instant; a restored one is dated by its
+	 * second, so a forget note of that same second still ends it. */
+	s->delivered_ns = in->delivered != 0 ? 0 : kh_rsession_now_ns();
+	s->serial = ++kh_rsession_serial;
+	s->origin = in->origin;
+	memset(&in->origin, 0, sizeof(in->origin));
 	/* The last step that can fail: nothing is undone after it. */
 	if (persist) {
 		in->expires = s->expires;
@@ -401,9 +444,10 @@ kh_rsession_add(struct kh_relayd *rd, struct kh_relay_session *in, int slot, boo
 	u->sessions = s;
 	u->ended_why = NULL;
 	rd->nsessions++;
-	tv.tv_sec = (time_t)(s->expires - (int64_t)time(NULL));
-	if (tv.tv_sec < 0)
-		tv.tv_sec = 0;
+	/* libevent adds a timeout to its time of the loop's last wake-up: make
+	 * that now, or the expiry fires as early as this delivery took. */
+	(void)event_base_update_cache_time(rd->base);
+	kh_rsession_until(s->expires, &tv);
 	if (evtimer_add(s->expiry, &tv) != 0)
 		kh_rlog(LOG_ERR, "uid %u: cannot arm the session's expiry timer", (unsigned)u->uid);
 	kh_rlog(LOG_INFO, "uid %u (%s): %s session for issuer \"%s\" until %lld",
@@ -434,7 +478,7 @@ kh_rsession_forget(struct kh_relayd *rd, uid_t uid, const char *issuer, const ch
 	/* Connections first: none may outlive the key that made it.  The
 	 * extra count keeps u alive while its last connection closes. */
 	u->nconns++;
-	*nconns = kh_rconn_close_user(u, issuer);
+	*nconns = rd->close_user != NULL ? rd->close_user(rd, u, issuer) : 0;
 	u->nconns--;
 	for (pp = &u->sessions; (s = *pp) != NULL;) {
 		if (issuer != NULL && strcmp(s->issuer, issuer) != 0) {
@@ -479,7 +523,8 @@ kh_rsession_list(struct kh_relayd *rd, bool all, uid_t uid, struct kh_relay_list
 				l[k].user = strdup(s->user_name);
 				l[k].issuer = strdup(s->issuer);
 				l[k].expires = s->expires;
-				l[k].connections = kh_rconn_count_user(u, s->issuer);
+				l[k].connections = rd->count_user != NULL ?
+						   rd->count_user(u, s->issuer) : 0;
 				k++;
 				if (l[k - 1].user == NULL || l[k - 1].issuer == NULL) {
 					*n = k;
@@ -504,12 +549,14 @@ kh_rsession_free_all(struct kh_relayd *rd)
 			next = u->next;
 			/* Hold the entry: closing its last connection would free it. */
 			u->nconns++;
-			(void)kh_rconn_close_user(u, NULL);
+			if (rd->close_user != NULL)
+				(void)rd->close_user(rd, u, NULL);
 			while ((s = u->sessions) != NULL) {
 				u->sessions = s->next;
 				/* Kept in the keyring for the next start. */
 				kh_rsession_free(s);
 			}
+			free(u->pools);
 			free(u);
 		}
 		rd->users[b] = NULL;
@@ -543,32 +590,28 @@ kh_rsession_restore(struct kh_relayd *rd)
 	kh_rlog(LOG_INFO, "%u session(s) restored from the keyring", rd->nsessions);
 }
 
-void
-kh_rsession_apply_pending(struct kh_relayd *rd, const struct kh_rpending *p, size_t n)
+unsigned
+kh_rsession_forget_before(struct kh_relayd *rd, uid_t uid, int64_t when_ns, const char *why)
 {
 	struct kh_rsession *s;
 	struct kh_ruser *u;
 	char issuer[KH_RELAY_ISSUER_BUF];
-	unsigned ns, nc;
-	size_t i;
+	unsigned ns, nc, n = 0;
 
-	for (i = 0; i < n; i++) {
-		/* ended_why must outlive p: one of the static names. */
-		const char *why = strcmp(p[i].reason, "logout") == 0 ? "logout" : "revoked";
+	for (;;) {
+		/* Only what it had taken before the forget was asked. */
+		u = kh_ruser_get(rd, uid, false);
+		for (s = u != NULL ? u->sessions : NULL; s != NULL; s = s->next) {
+			int64_t at = s->delivered_ns != 0 ? s->delivered_ns :
+				     s->delivered * 1000000000;
 
-		for (;;) {
-			/* Only what it had taken before the forget was asked. */
-			u = kh_ruser_get(rd, p[i].uid, false);
-			for (s = u != NULL ? u->sessions : NULL; s != NULL; s = s->next) {
-				if (s->delivered <= (int64_t)p[i].when)
-					break;
-			}
-			if (s == NULL)
+			if (at <= when_ns)
 				break;
-			(void)snprintf(issuer, sizeof(issuer), "%s", s->issuer);
-			kh_rlog(LOG_INFO, "uid %u: the session for issuer \"%s\" ended (%s) while "
-				"the relay was not running", (unsigned)p[i].uid, issuer, why);
-			kh_rsession_forget(rd, p[i].uid, issuer, why, &ns, &nc);
 		}
+		if (s == NULL)
+			return n;
+		(void)snprintf(issuer, sizeof(issuer), "%s", s->issuer);
+		kh_rsession_forget(rd, uid, issuer, why, &ns, &nc);
+		n += ns;
 	}
 }

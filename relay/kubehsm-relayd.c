@@ -5,8 +5,9 @@
  *   as root:  policy, privileged-port check, run_as user, CA stores, the
  *             loopback listeners and the control sockets (errors still
  *             reach the terminal), then (daemon mode) fork;
- *   still root, in the process that serves: the keyring store (a process
- *             keyring does not survive fork), the netlink socket;
+ *   still root, in the process that serves: a fresh session keyring (not
+ *             the starter's), the keyring store (a process keyring does
+ *             not survive fork), the netlink socket;
  *   drop:     for good, to run_as, with nothing left (kh_rpriv_drop);
  *   as run_as: restore the sessions the keyring kept, start serving,
  *             tell systemd (or the waiting parent) it is ready.
@@ -32,11 +33,19 @@
 #include <openssl/ssl.h>
 
 #include "lib/kh_json.h"
+#include "relay/kh_raudit.h"
+#include "relay/kh_rbuf.h"
+#include "relay/kh_rconn.h"
+#include "relay/kh_rctlpool.h"
 #include "relay/kh_relayd.h"
+#include "relay/kh_rlisten.h"
 #include "relay/kh_rlog.h"
 #include "relay/kh_rpeer.h"
+#include "relay/kh_rpending.h"
 #include "relay/kh_rpriv.h"
+#include "relay/kh_rsession.h"
 #include "relay/kh_rstore.h"
+#include "relay/kh_rup.h"
 
 #define KH_RELAYD_BUCKETS 1024
 /* The persistent keyring expires 3 days (by default) after its last use. */
@@ -48,9 +57,11 @@ kh_relayd_usage(FILE *out)
 	fprintf(out,
 		"Usage: kubehsm-relayd [--config FILE] [--foreground] [--debug] [--check]\n\n"
 		"Serve kube clients on a privileged loopback port per cluster (policy\n"
-		"section relay): each connection is relayed over mTLS to the API server\n"
-		"with the session of the uid the kernel says owns it.  Starts as root,\n"
-		"then runs as relay.run_as.  See kubehsm-relayd(8).\n\n"
+		"section relay): each request is relayed over mTLS to the API server\n"
+		"with the session of the uid the kernel says owns the connection, over\n"
+		"upstream connections pooled per uid, and written to the audit log\n"
+		"(relay.audit).  Starts as root, then runs as relay.run_as.  SIGHUP\n"
+		"reopens the audit log.  See kubehsm-relayd(8).\n\n"
 		"  -f, --config FILE  the policy (default %s)\n"
 		"  -F, --foreground   stay in the foreground and log to stderr\n"
 		"  -d, --debug        log every connection\n"
@@ -219,14 +230,29 @@ kh_relayd_stop(evutil_socket_t sig, short what, void *arg)
 	(void)event_base_loopbreak(rd->base);
 }
 
+/* SIGHUP: logrotate moved the audit log; the policy itself needs a restart. */
 static void
 kh_relayd_hup(evutil_socket_t sig, short what, void *arg)
 {
+	struct kh_relayd *rd = arg;
+	kh_error err = { 0 };
+
 	(void)sig;
 	(void)what;
-	(void)arg;
-	kh_rlog(LOG_NOTICE, "SIGHUP: the policy is read at start only; restart "
-		"kubehsm-relayd to apply changes (sessions survive a restart)");
+	if (kh_raudit_reopen(rd->audit, &err) != 0)
+		kh_rlog(LOG_ERR, "SIGHUP: %s; still writing the old audit log", err.msg);
+	kh_rlog(LOG_NOTICE, "SIGHUP: audit log reopened; the policy is read at start only: "
+		"restart kubehsm-relayd to apply changes (sessions survive a restart)");
+}
+
+/* kh_rsession's way to end a uid's connections: clients, then the pool. */
+static unsigned
+kh_relayd_close_user(struct kh_relayd *rd, struct kh_ruser *u, const char *issuer)
+{
+	unsigned n = kh_rconn_close_user(u, issuer);
+
+	(void)kh_rpool_close_user(rd, u, issuer);
+	return n;
 }
 
 static void
@@ -242,9 +268,10 @@ kh_relayd_refresh(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Once a second at most, hand the heap that idle connections gave back to
- * the kernel: thousands of TLS connections free their buffers in scattered
- * places, which malloc would otherwise keep as resident memory.
+ * Once a second at most, hand the heap that connections gave back to the
+ * kernel: thousands of TLS handshakes and bursts free their buffers in
+ * scattered places, which malloc would otherwise keep as resident memory
+ * (a connection waiting for its answer needs none of it).
  */
 static void
 kh_relayd_trim(evutil_socket_t fd, short what, void *arg)
@@ -253,9 +280,10 @@ kh_relayd_trim(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!rd->trim_due)
+	if (!rd->trim_due && !kh_rbuf_heap_dirty())
 		return;
 	rd->trim_due = false;
+	kh_rbuf_trim();
 	(void)malloc_trim(0);
 }
 
@@ -283,8 +311,10 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 	struct event_config *cfg;
 	struct kh_rpending *pending = NULL;
 	kh_error perr = { 0 };
+	const struct kh_relay_policy *rp = &rd->policy->relay;
 	size_t i, npending = 0;
 	bool dns = false;
+	long ses;
 
 	if (kh_relayd_clusters(rd, err) != 0 ||
 	    kh_rpriv_raise_nofile((unsigned long)rd->policy->relay.max_connections * 2 + 256,
@@ -295,6 +325,10 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 	if (!rd->opts.foreground && kh_relayd_daemonize(rd) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot become a daemon: %s", strerror(errno));
 	/* From here on in the process that serves. */
+	ses = kh_rpriv_leave_session_keyring(err);
+	if (ses < 0)
+		return -1;
+	kh_rlog(LOG_INFO, "session keyring %ld: a fresh one, not the one it was started with", ses);
 	rd->store = kh_rstore_open(rd->run_uid, rd->policy->relay.rundir,
 				   (size_t)rd->policy->relay.max_sessions, err);
 	if (rd->store == NULL)
@@ -320,11 +354,18 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 			return kh_fail(err, KH_ERR_INTERNAL, "cannot set up DNS (resolv.conf)");
 	}
 	rd->notify_fd = kh_relayd_notify_open();
-	/* Root's notes of what ended while we were down (root-only directory;
-	 * none can exist where no login has made it since boot). */
-	if (kh_rpending_take(&pending, &npending, &perr) != 0)
-		kh_rlog(LOG_WARNING, "%s: logouts while the relay was down are not applied",
+	/* Root's notes of what ended while we were down, and the directory
+	 * descriptor that shows the running relay the notes still to come. */
+	if (kh_rpending_open(rd, &pending, &npending, &perr) != 0)
+		kh_rlog(LOG_WARNING, "%s: logouts the relay was not told of are not applied",
 			perr.msg);
+	/* The audit log: root's file, written by the relay after the drop. */
+	rd->audit = kh_raudit_open(rp->audit_file, rp->audit_syslog, rd->run_uid, rd->run_gid,
+				   err);
+	if (rd->audit == NULL) {
+		free(pending);
+		return -1;
+	}
 	if (kh_rpriv_drop(rd->run_uid, rd->run_gid, err) != 0) {
 		free(pending);
 		return -1;
@@ -332,9 +373,10 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 	kh_rlog(LOG_INFO, "running as %s (uid %u), no capabilities",
 		rd->policy->relay.run_as, (unsigned)rd->run_uid);
 	kh_rsession_restore(rd);
-	kh_rsession_apply_pending(rd, pending, npending);
+	kh_rpending_apply(rd, pending, npending);
 	free(pending);
-	if (kh_rlisten_start(rd, err) != 0 || kh_relayd_events(rd, err) != 0)
+	if (kh_rlisten_start(rd, err) != 0 || kh_relayd_events(rd, err) != 0 ||
+	    kh_rpending_start(rd, err) != 0)
 		return -1;
 	return 0;
 }
@@ -377,6 +419,13 @@ kh_relayd_free(struct kh_relayd *rd)
 		event_free(rd->refresh);
 	if (rd->trim != NULL)
 		event_free(rd->trim);
+	if (rd->pending_scan != NULL)
+		event_free(rd->pending_scan);
+	if (rd->pending_fd >= 0)
+		(void)close(rd->pending_fd);
+	kh_raudit_free(rd->audit);
+	free(rd->ctlpool);
+	kh_rbuf_trim();
 	if (rd->dns != NULL)
 		evdns_base_free(rd->dns, 0);
 	if (rd->base != NULL)
@@ -391,6 +440,8 @@ main(int argc, char **argv)
 {
 	struct kh_relayd rd = {
 		.netlink_fd = -1, .ctl_fd = -1, .user_fd = -1, .notify_fd = -1, .ready_fd = -1,
+		.pending_fd = -1, .close_user = kh_relayd_close_user,
+		.count_user = kh_rconn_count_user,
 	};
 	bool check = false;
 	kh_error err = { 0 };
@@ -426,7 +477,8 @@ main(int argc, char **argv)
 	}
 	rd.nbuckets = KH_RELAYD_BUCKETS;
 	rd.users = calloc(rd.nbuckets, sizeof(*rd.users));
-	if (rd.users == NULL) {
+	rd.ctlpool = calloc(1, sizeof(*rd.ctlpool));
+	if (rd.users == NULL || rd.ctlpool == NULL) {
 		kh_fail(&err, KH_ERR_INTERNAL, "out of memory");
 		goto fail;
 	}

@@ -9,8 +9,8 @@ PACKAGES=(
 	libpam0g-dev libp11-dev libssl-dev libconfig-dev
 	libpolkit-gobject-1-dev libkeyutils-dev libjansson-dev libcmocka-dev
 	libp11-kit-dev
-	# kubehsm-relayd: event loop (with OpenSSL bufferevents), privilege drop
-	libevent-dev libcap-ng-dev
+	# kubehsm-relayd: event loop, privilege drop, HTTP/1.1 heads
+	libevent-dev libcap-ng-dev libhttp-parser-dev
 	# real parts the tests and the demo run against
 	softhsm2 opensc libengine-pkcs11-openssl keyutils
 	pamtester libpam-wrapper libnss-wrapper libpamtest0-dev
@@ -19,6 +19,8 @@ PACKAGES=(
 	python3-websocket
 	# hardening and benchmarks
 	clang libclang-rt-14-dev valgrind strace hyperfine gnuplot-nox libpam-p11
+	# the proxy bench/relay.sh measures kubehsm-relayd against
+	haproxy
 	xz-utils git procps passwd libcap2-bin
 	# tools the integration tests drive
 	jq curl openssl python3 util-linux coreutils login

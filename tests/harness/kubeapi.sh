@@ -81,7 +81,7 @@ http {
 	default_type application/json;
 	types { }
 	map \$http_accept \$kh_pods { "~as=Table" /pods-table.json; default /pods-list.json; }
-	log_format kh '\$remote_addr \$status "\$request" serial=\$ssl_client_serial dn="\$ssl_client_s_dn"';
+	log_format kh '\$remote_addr \$status "\$request" serial=\$ssl_client_serial dn="\$ssl_client_s_dn" conn=\$connection in=\$request_length out=\$bytes_sent';
 	server {
 		listen 127.0.0.1:$port ssl;
 		ssl_certificate $d/server.pem;

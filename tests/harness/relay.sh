@@ -1,20 +1,36 @@
 # tests/harness/relay.sh — a real kubehsm-relayd for integration tests.
 #
-# Source after tap.sh, users.sh, pki.sh and kubeapi.sh.
+# Source it first (it brings tap.sh, users.sh, pki.sh and kubeapi.sh unless
+# a script sourced them already), then call relay_preamble: every relay
+# test starts the same way.
 #
+#   relay_preamble [CMD...]   root, the tools (and CMDs), the daemon and the
+#                         probe built, kubectl on the machine, or skip_all;
+#                         sets KUBECTLS (every kubectl.1.*) and PY
+#   relay_need_py MODULE...   the Python modules, or skip_all
+#   relay_as USER CMD...  CMD as USER (all ids, no terminal, clean env)
+#   relay_serial USER     the serial of USER's minted session certificate
+#   relay_audit_lines     the audit log's lines (as root), one per line
 #   relay_init            a system user for relay.run_as, a free privileged
 #                         port (RELAY_PORT), the host issuer (pki), the mTLS
 #                         endpoint (kubeapi) with its streaming backend
 #                         (kubeback.py: watch, exec, Upgrade echo, big
 #                         bodies) and a policy (RELAY_CONF) with a relay
-#                         section; sets RELAY_RUNDIR, RELAY_KUBECONFIG
+#                         section; sets RELAY_RUNDIR, RELAY_KUBECONFIG and
+#                         RELAY_AUDIT (the audit log, under $KH_TMP;
+#                         RELAY_AUDIT_SET replaces the whole audit setting:
+#                         'audit = { file = ""; };' for none, or empty for
+#                         no setting at all, only for a relay from before
+#                         relay.audit: a current one would then write
+#                         /var/log/kubehsm/audit.log)
 #   relay_setup CONF      the same on top of an existing policy and endpoint
 #                         (the login-program tests have their own)
 #   relay_policy [deliver=exec|relay|both] [relay=TEXT-IN-THE-SECTION]
 #                [clusters=", { MORE CLUSTERS }"]
 #                         (re)write RELAY_CONF: the base policy plus these
 #   relay_start [ARGS]    start the daemon in the foreground (log:
-#                         $KH_TMP/relayd.log), wait until control.sock answers
+#                         $KH_TMP/relayd.log), wait until control.sock answers;
+#                         RELAY_WRAP (words) runs it through a wrapper
 #   relay_stop            SIGTERM and wait; relay_kill9: SIGKILL and wait
 #   relay_mint USER [O]   a session key and certificate for USER signed by the
 #                         host issuer: $RELAY_SESS/USER.chain, USER.key
@@ -26,11 +42,43 @@
 #
 # Everything (the daemon, its user, its keyring store) goes at exit.
 
+declare -F plan_auto >/dev/null || . "$KH_SRCDIR/tests/harness/tap.sh"
+declare -F make_user >/dev/null || . "$KH_SRCDIR/tests/harness/users.sh"
+declare -F pki_init >/dev/null || . "$KH_SRCDIR/tests/harness/pki.sh"
+declare -F kubeapi_start >/dev/null || . "$KH_SRCDIR/tests/harness/kubeapi.sh"
+
 RELAYD=$KH_BUILDDIR/relay/kubehsm-relayd
 RELAY_CLIENT=$KH_BUILDDIR/tests/probes/relay_client
 RELAY_KUBECTL=${RELAY_KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
 RELAY_PID=
 RELAY_DEBUG=${RELAY_DEBUG-1}   # empty: no --debug (the benchmark)
+
+relay_preamble() {
+	need_root
+	need_cmd softhsm2-util pkcs11-tool openssl keyctl setpriv nginx ss useradd curl "$@"
+	[ -x "$RELAYD" ] || skip_all "relay/kubehsm-relayd not built"
+	[ -x "$RELAY_CLIENT" ] || skip_all "tests/probes/relay_client not built"
+	KUBECTLS=(/usr/lib/google-cloud-sdk/bin/kubectl.1.*)
+	[ -x "${KUBECTLS[0]}" ] || skip_all "no kubectl in /usr/lib/google-cloud-sdk/bin"
+	PY=/usr/bin/python3
+}
+
+relay_need_py() {
+	local m
+	for m in "$@"; do
+		$PY -c "import $m" 2>/dev/null ||
+			skip_all "needs the Python module $m (scripts/install-deps.sh installs it)"
+	done
+}
+
+relay_as() {
+	local u=$1; shift
+	setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --init-groups --reset-env "$@"
+}
+
+relay_serial() { openssl x509 -noout -serial -in "$RELAY_SESS/$1.pem" | cut -d= -f2; }
+
+relay_audit_lines() { cat "$RELAY_AUDIT" 2>/dev/null; }
 
 free_privileged_port() {
 	/usr/bin/python3 - <<'EOF'
@@ -79,6 +127,7 @@ relay_setup() {
 	RELAY_PORT=$(free_privileged_port)
 	[ -n "$RELAY_PORT" ] || { echo "Bail out! no free port below 1024"; exit 1; }
 	RELAY_RUNDIR=$KH_TMP/relayd
+	RELAY_AUDIT=$KH_TMP/audit/audit.log
 	RELAY_SESS=$KH_TMP/sessions
 	mkdir -p -m 0755 "$RELAY_SESS"
 	relay_policy || { echo "Bail out! relay policy"; exit 1; }
@@ -109,7 +158,8 @@ relay_backend_start() {
 		location ~ ^/api/v1/namespaces/default/pods/kh-test-pod(/exec)?\$ { $proxy }
 		location = /kh-echo { $proxy }
 		location = /kh-stream { $proxy }
-		location = /kh-whoami-slow { $proxy }"
+		location = /kh-whoami-slow { $proxy }
+		${RELAY_KUBEAPI_EXTRA:-}"
 	KUBEAPI_WORKER_CONNECTIONS=${KUBEAPI_WORKER_CONNECTIONS:-2048}
 }
 
@@ -125,8 +175,11 @@ relay_policy() {
 	done
 	sed "s|cache_pin = false; };|cache_pin = false; deliver = \"$deliver\"; };|" \
 		"$RELAY_BASE" >"$RELAY_CONF" || return 1
+	local audit="audit = { file = \"$RELAY_AUDIT\"; };"
+	[ -z "${RELAY_AUDIT_SET+set}" ] || audit=$RELAY_AUDIT_SET
 	cat >>"$RELAY_CONF" <<EOF
 relay = { run_as = "$RELAY_USER"; rundir = "$RELAY_RUNDIR"; $extra
+  $audit
   clusters = ( { name = "test"; listen = $RELAY_PORT; server = "$KUBEAPI_URL";
                  ca_file = "$KUBEAPI_CA"; } $more ); };
 EOF
@@ -134,7 +187,7 @@ EOF
 
 relay_start() {
 	local i
-	"$RELAYD" --config "$RELAY_CONF" --foreground ${RELAY_DEBUG:+--debug} "$@" \
+	${RELAY_WRAP:-} "$RELAYD" --config "$RELAY_CONF" --foreground ${RELAY_DEBUG:+--debug} "$@" \
 		>>"$KH_TMP/relayd.log" 2>&1 &
 	RELAY_PID=$!
 	for i in $(seq 1 100); do
@@ -225,6 +278,6 @@ for line in sys.stdin:
 
 relay_kc() {
 	local u=$1; shift
-	run setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --init-groups --reset-env \
-		setsid -w timeout 60 "$RELAY_KUBECTL" --kubeconfig "$RELAY_KUBECONFIG" "$@" </dev/null
+	run relay_as "$u" setsid -w timeout 60 "$RELAY_KUBECTL" --kubeconfig "$RELAY_KUBECONFIG" \
+		"$@" </dev/null
 }

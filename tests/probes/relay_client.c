@@ -115,6 +115,10 @@ main(int argc, char **argv)
 			.expires = (int64_t)number(argv[6]),
 		};
 
+		/* A login's origin, as pam_kubehsm would hand it over. */
+		sess.origin.service = getenv("KH_ORIGIN_SERVICE");
+		sess.origin.rhost = getenv("KH_ORIGIN_RHOST");
+		sess.origin.tty = getenv("KH_ORIGIN_TTY");
 		sess.chain_pem = read_file(argv[7]);
 		sess.key_pem = read_file(argv[8]);
 		rc = kh_relay_deliver(rundir, &sess, &err);
@@ -129,6 +133,11 @@ main(int argc, char **argv)
 				     &err);
 		if (rc == 0)
 			printf("sessions=%u connections=%u\n", s, c);
+		/* Not taken, but noted for the relay: done as far as root is concerned. */
+		if (rc == 1) {
+			printf("noted (%s)\n", err.msg);
+			rc = 0;
+		}
 	} else if (strcmp(cmd, "forget-self") == 0 && argc <= 4) {
 		rc = kh_relay_forget_self(rundir, argc == 4 ? argv[3] : NULL, &s, &c, &err);
 		if (rc == 0)

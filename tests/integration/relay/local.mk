@@ -3,7 +3,8 @@
 # the kernel's uid for each connection (tests/probes/relay_client drives
 # its control protocol).
 TESTS += tests/integration/relay/relay.sh tests/integration/relay/relay_stream.sh \
-	tests/integration/relay/relay_hostile.sh tests/integration/relay/relay_logins.sh
+	tests/integration/relay/relay_hostile.sh tests/integration/relay/relay_logins.sh \
+	tests/integration/relay/relay_http.sh
 EXTRA_DIST += tests/integration/relay/relay.sh tests/integration/relay/relay_stream.sh \
 	tests/integration/relay/relay_hostile.sh tests/integration/relay/relay_logins.sh \
-	tests/harness/relay.sh tests/harness/kubeback.py
+	tests/integration/relay/relay_http.sh tests/harness/relay.sh tests/harness/kubeback.py

@@ -10,23 +10,13 @@
 # and the Python client, over IPv4 and IPv6; a user without a session and
 # root get a 401 whose message kubectl prints; forgetting a session gives
 # the next request a 401 that says it ended; the daemon holds no
-# capability; it refuses a port an unprivileged user could bind; and while
-# it is down no user can bind its port.
+# capability, nor the session keyring of the shell that started it; it
+# refuses a port an unprivileged user could bind; and while it is down no
+# user can bind its port.
 set -u
-. "$KH_SRCDIR/tests/harness/tap.sh"
-. "$KH_SRCDIR/tests/harness/users.sh"
-. "$KH_SRCDIR/tests/harness/pki.sh"
-. "$KH_SRCDIR/tests/harness/kubeapi.sh"
 . "$KH_SRCDIR/tests/harness/relay.sh"
-
-need_root
-need_cmd softhsm2-util pkcs11-tool openssl keyctl setpriv nginx curl ss unshare useradd
-[ -x "$RELAYD" ] || skip_all "relay/kubehsm-relayd not built"
-[ -x "$RELAY_CLIENT" ] || skip_all "tests/probes/relay_client not built"
-KUBECTLS=(/usr/lib/google-cloud-sdk/bin/kubectl.1.*)
-[ -x "${KUBECTLS[0]}" ] || skip_all "no kubectl in /usr/lib/google-cloud-sdk/bin"
-PY=/usr/bin/python3
-$PY -c 'import kubernetes' 2>/dev/null || skip_all "needs python3-kubernetes (scripts/install-deps.sh)"
+relay_preamble unshare
+relay_need_py kubernetes
 
 plan_auto
 relay_init
@@ -81,12 +71,11 @@ done
 run relay_ctl list
 is "$(awk '{print $2}' <<<"$out" | sort | tr '\n' ' ')" "$(printf '%s\n' "$alice" "$bob" | sort | tr '\n' ' ')" \
 	"the relay lists both sessions"
-serial() { openssl x509 -noout -serial -in "$RELAY_SESS/$1.pem" | cut -d= -f2; }
 for K in "${KUBECTLS[@]}"; do
 	v=${K##*kubectl.}
 	for u in "$alice" "$bob"; do
 		RELAY_KUBECTL=$K relay_kc "$u" get --raw /kh-whoami
-		is "$rc:$out" "0:$(serial "$u") CN=$u,O=dev" "kubectl $v as $u: served with $u's session" ||
+		is "$rc:$out" "0:$(relay_serial "$u") CN=$u,O=dev" "kubectl $v as $u: served with $u's session" ||
 			diag "$err"
 	done
 done
@@ -96,10 +85,10 @@ sed "s|127.0.0.1:$RELAY_PORT|[::1]:$RELAY_PORT|" "$RELAY_KUBECONFIG" >"$KH_TMP/v
 chmod 0644 "$KH_TMP/v6.kubeconfig"
 run setpriv --reuid="$(id -u "$bob")" --regid="$(id -g "$bob")" --init-groups --reset-env \
 	"$RELAY_KUBECTL" --kubeconfig "$KH_TMP/v6.kubeconfig" get --raw /kh-whoami
-is "$rc:$out" "0:$(serial "$bob") CN=$bob,O=dev" "over [::1] too" || diag "$err"
+is "$rc:$out" "0:$(relay_serial "$bob") CN=$bob,O=dev" "over [::1] too" || diag "$err"
 run setpriv --reuid="$(id -u "$alice")" --regid="$(id -g "$alice")" --init-groups --reset-env \
 	curl -sS --max-time 30 "$URL/kh-whoami"
-is "$rc:$out" "0:$(serial "$alice") CN=$alice,O=dev" "curl as $alice, no credentials" || diag "$err"
+is "$rc:$out" "0:$(relay_serial "$alice") CN=$alice,O=dev" "curl as $alice, no credentials" || diag "$err"
 cat >"$KH_TMP/py.py" <<EOF
 import sys
 from kubernetes import client, config
@@ -112,12 +101,18 @@ EOF
 run setpriv --reuid="$(id -u "$bob")" --regid="$(id -g "$bob")" --init-groups --reset-env \
 	$PY "$KH_TMP/py.py"
 is "$rc:$out" "0:kh-test-pod
-$(serial "$bob") CN=$bob,O=dev" "the Python client as $bob" || diag "$err"
+$(relay_serial "$bob") CN=$bob,O=dev" "the Python client as $bob" || diag "$err"
 
 # --- no session: a 401 that says what to do --------------------------------
 relay_kc "$carol" get --raw /version
-like "$rc:$err" "^1:error: You must be logged in to the server \(kubehsm-relayd: uid $(id -u "$carol") has no kube session for cluster test; log in to this host" \
-	"a user without a session gets a 401 whose message kubectl prints"
+like "$rc:$err" "^1:Warning: kubehsm-relayd: uid $(id -u "$carol") has no kube session for cluster test; log in to this host.*
+error: You must be logged in to the server \(kubehsm-relayd: uid $(id -u "$carol") has no kube session for cluster test; log in to this host" \
+	"a user without a session gets a 401 whose message kubectl prints (as a warning too)"
+for K in "${KUBECTLS[0]}" "${KUBECTLS[-1]}"; do
+	RELAY_KUBECTL=$K relay_kc "$carol" get pods
+	like "$rc:$err" "^1:Warning: kubehsm-relayd: uid $(id -u "$carol") has no kube session for cluster test; log in to this host" \
+		"... also for kubectl ${K##*kubectl.} get pods, whose discovery drops the 401's body"
+done
 run setpriv --reuid="$(id -u "$carol")" --regid="$(id -g "$carol")" --init-groups --reset-env \
 	curl -s --max-time 30 -o /dev/null -w '%{http_code} %{content_type}' "$URL/version"
 is "$out" "401 application/json" "... a 401 with a JSON Status (curl)"
@@ -131,7 +126,7 @@ relay_kc "$alice" get --raw /kh-whoami
 like "$rc:$err" "^1:.*the kube session of uid $(id -u "$alice") for cluster test ended at .* \(logout\); log in to this host again" \
 	"$alice's next request gets a 401 that says the session ended"
 relay_kc "$bob" get --raw /kh-whoami
-is "$rc:$out" "0:$(serial "$bob") CN=$bob,O=dev" "$bob is still served"
+is "$rc:$out" "0:$(relay_serial "$bob") CN=$bob,O=dev" "$bob is still served"
 run setpriv --reuid="$(id -u "$bob")" --regid="$(id -g "$bob")" --init-groups --reset-env \
 	"$RELAY_CLIENT" "$RELAY_RUNDIR" forget "$(id -u "$alice")"
 like "$rc:$err" "^1:.*Permission denied" "a user cannot reach control.sock"
@@ -143,6 +138,36 @@ run setpriv --reuid="$(id -u "$bob")" --regid="$(id -g "$bob")" --init-groups --
 is "$rc:$out" "0:sessions=1 connections=0" "through user.sock a user ends their own session"
 relay_kc "$bob" get --raw /kh-whoami
 like "$rc:$err" "^1:.*ended at .* \(logout\)" "... and is told so at the next request"
+
+# --- started from a root shell, it keeps none of that shell's keys ---------
+# The kernel gives no view of another process's keyrings, and a reference
+# count cannot tell: files a process opened keep its old credentials (and
+# with them the old keyring) alive, without any access.  So: the relay
+# says which session keyring it joined, and root checks in /proc/keys that
+# it is a fresh anonymous one, not the starter's.
+relay_stop
+sess=khrootsess$$
+# keyctl session forks and waits: join, then exec, and say which keyring.
+cat >"$KH_TMP/joinsess.py" <<'EOF'
+import ctypes, os, sys
+k = ctypes.CDLL("libkeyutils.so.1")
+k.keyctl_join_session_keyring.argtypes = [ctypes.c_char_p]
+serial = k.keyctl_join_session_keyring(sys.argv[1].encode())
+if serial < 0:
+    sys.exit("cannot join a session keyring")
+print("starter's session keyring %d" % serial, file=sys.stderr, flush=True)
+os.execv(sys.argv[2], sys.argv[2:])
+EOF
+RELAY_WRAP="/usr/bin/python3 $KH_TMP/joinsess.py $sess" relay_start
+ok $? "the relay starts from a root shell with a session keyring of its own ($sess)"
+starter=$(sed -n "s/^starter's session keyring //p" "$KH_TMP/relayd.log" | tail -1)
+fresh=$(sed -n 's/.*: session keyring \([0-9]*\): a fresh one.*/\1/p' "$KH_TMP/relayd.log" | tail -1)
+isnt "$fresh" "$starter" "... and joins another before it serves ($starter -> $fresh)"
+is "$(grep "^$(printf %08x "${fresh:-0}") " /proc/keys | awk '{print $9}')" "_ses:" \
+	"... a fresh anonymous session keyring"
+run relay_deliver "$alice"
+relay_kc "$alice" get --raw /kh-whoami
+is "$rc:$out" "0:$(relay_serial "$alice") CN=$alice,O=dev" "... and serves as before" || diag "$err"
 
 # --- an API server by name, and one whose certificate names another host -------
 relay_stop
@@ -158,7 +183,7 @@ ok $? "the relay starts with three clusters"
 run relay_deliver "$alice"
 run setpriv --reuid="$(id -u "$alice")" --regid="$(id -g "$alice")" --init-groups --reset-env \
 	curl -sS --max-time 30 "http://127.0.0.1:$P2/kh-whoami"
-is "$rc:$out" "0:$(serial "$alice") CN=$alice,O=dev" \
+is "$rc:$out" "0:$(relay_serial "$alice") CN=$alice,O=dev" \
 	"a cluster whose server is a host name (resolved by the relay, checked against the certificate)" ||
 	diag "$err"
 run setpriv --reuid="$(id -u "$alice")" --regid="$(id -g "$alice")" --init-groups --reset-env \

@@ -1,26 +1,22 @@
 #!/bin/bash
-# relay_hostile: peers that try to wear kubehsm-relayd down.
+# relay_hostile: peers that try to wear kubehsm-relayd down or slip past it.
 #
-# With a small per-user connection limit: garbage bytes (with and without a
-# session), a slowloris that trickles a request head a byte at a time and
+# With a small per-user connection limit: garbage bytes and request heads
+# an API server might read differently from the relay (smuggling with both
+# Content-Length and chunked, obs-fold, bare LF, oversized heads...) get a
+# 400 from the relay and never reach the API server (its access log says
+# so), with or without a session; a user holding every user.sock slot
+# cannot delay root's revoke or a login's delivery; a revoke the relay
+# cannot take (stopped with SIGSTOP) is applied from root's note when it
+# runs again; a slowloris that trickles a request head a byte at a time and
 # connections that send nothing (handshake_timeout 3s: both are cut at the
 # deadline); then, with a long handshake_timeout so that only the limit
 # counts, 5,000 idle connections held by one user, and clients that stop
 # reading large responses.  Through all of it two other users' kubectl
 # requests succeed; the relay keeps running.
 set -u
-. "$KH_SRCDIR/tests/harness/tap.sh"
-. "$KH_SRCDIR/tests/harness/users.sh"
-. "$KH_SRCDIR/tests/harness/pki.sh"
-. "$KH_SRCDIR/tests/harness/kubeapi.sh"
 . "$KH_SRCDIR/tests/harness/relay.sh"
-
-need_root
-need_cmd softhsm2-util pkcs11-tool openssl keyctl setpriv nginx ss useradd prlimit
-[ -x "$RELAYD" ] || skip_all "relay/kubehsm-relayd not built"
-[ -x "$RELAY_CLIENT" ] || skip_all "tests/probes/relay_client not built"
-[ -x "$RELAY_KUBECTL" ] || skip_all "no $RELAY_KUBECTL"
-PY=/usr/bin/python3
+relay_preamble prlimit
 
 PER_USER=64
 HS=3
@@ -35,13 +31,12 @@ relay_start || exit 1
 for u in "$alice" "$bob" "$mallory"; do
 	relay_mint "$u" && relay_deliver "$u" || { echo "Bail out! session for $u"; exit 1; }
 done
-serial() { openssl x509 -noout -serial -in "$RELAY_SESS/$1.pem" | cut -d= -f2; }
 # others_ok WHAT: alice and bob are both served as themselves right now
 others_ok() {
 	local u bad=""
 	for u in "$alice" "$bob"; do
 		relay_kc "$u" get --raw /kh-whoami
-		[ "$rc:$out" = "0:$(serial "$u") CN=$u,O=dev" ] || bad="$bad $u($rc: $err)"
+		[ "$rc:$out" = "0:$(relay_serial "$u") CN=$u,O=dev" ] || bad="$bad $u($rc: $err)"
 	done
 	is "$bad" "" "$1: other users are still served"
 }
@@ -49,10 +44,24 @@ others_ok() {
 hostile() {
 	local u=$1 secs=$2; shift 2
 	timeout "$((secs + 60))" prlimit --nofile=8192:8192 setpriv --reuid="$(id -u "$u")" \
-		--regid="$(id -g "$u")" --init-groups --reset-env $PY -c "$*" >"$KH_TMP/h.out" 2>&1 &
+		--regid="$(id -g "$u")" --init-groups --reset-env env PYTHONPATH="$KH_TMP/py" \
+		$PY -c "$*" >"$KH_TMP/h.out" 2>&1 &
 	HPID=$!
 }
 relay_alive() { kill -0 "$RELAY_PID" 2>/dev/null; }
+# The peers below ask whether the relay still holds their sockets open.
+mkdir -p "$KH_TMP/py" && chmod 0755 "$KH_TMP/py"
+cat >"$KH_TMP/py/khalive.py" <<'EOF'
+def alive(s):
+    """The relay has not closed s (nothing to read, or a byte)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+EOF
 
 # --- garbage ----------------------------------------------------------
 cat >"$KH_TMP/garbage.py" <<EOF
@@ -73,19 +82,123 @@ for n in (64, 4096, 65536):
     res.append(got.split(b"\r\n")[0].decode("latin-1") or "closed")
 print("|".join(res))
 EOF
-run setpriv --reuid="$(id -u "$eve")" --regid="$(id -g "$eve")" --init-groups --reset-env \
-	$PY "$KH_TMP/garbage.py"
-is "$rc:$out" "0:HTTP/1.1 401 Unauthorized|HTTP/1.1 401 Unauthorized|HTTP/1.1 401 Unauthorized" \
-	"garbage without a session: a 401, whatever came before the empty line" ||
-	diag "$err"
-run setpriv --reuid="$(id -u "$mallory")" --regid="$(id -g "$mallory")" --init-groups \
-	--reset-env $PY "$KH_TMP/garbage.py"
-like "$rc:$out" "^0:(closed|HTTP/1.1 400 [^|]*)\|" \
-	"garbage with a session is relayed as is: the API server answers (or drops) it" ||
-	diag "$err"
+upstream_lines() { wc -l <"$KUBEAPI_DIR/logs/access.log"; }
+before=$(upstream_lines)
+run relay_as "$eve" $PY "$KH_TMP/garbage.py"
+is "$rc:$out" "0:HTTP/1.1 400 Bad Request|HTTP/1.1 400 Bad Request|HTTP/1.1 400 Bad Request" \
+	"garbage without a session: a 400 from the relay" || diag "$err"
+run relay_as "$mallory" $PY "$KH_TMP/garbage.py"
+is "$rc:$out" "0:HTTP/1.1 400 Bad Request|HTTP/1.1 400 Bad Request|HTTP/1.1 400 Bad Request" \
+	"garbage with a session: a 400 from the relay too" || diag "$err"
+is "$(upstream_lines)" "$before" "... and none of it reached the API server"
 relay_alive
 ok $? "the relay runs on"
 others_ok "after garbage"
+
+# --- request heads two parsers could read differently -------------------------
+cat >"$KH_TMP/heads.py" <<'EOF'
+import socket, sys
+port = int(sys.argv[1])
+heads = {
+    "CL then TE": b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /kh-whoami HTTP/1.1\r\nHost: x\r\n\r\n",
+    "TE then CL": b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+    "two CLs": b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 30\r\n\r\nabc",
+    "TE gzip, chunked": b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+    "TE with a space": b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\nabc",
+    "obs-fold": b"GET /version HTTP/1.1\r\nHost: x\r\nX-A: a\r\n Transfer-Encoding: chunked\r\n\r\n",
+    "bare LF": b"GET /version HTTP/1.1\nHost: x\n\n",
+    "oversized": b"GET /version HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n",
+    "absolute-form": b"GET http://10.0.0.1/version HTTP/1.1\r\nHost: x\r\n\r\n",
+    "CONNECT": b"CONNECT 10.0.0.1:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+out = []
+for name, head in heads.items():
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        s.sendall(head)
+    except OSError:
+        pass
+    got = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except (ConnectionResetError, socket.timeout):
+        pass
+    status = got.split(b"\r\n")[0].decode("latin-1")
+    warned = b"\r\nWarning: 299 - \"kubehsm-relayd: bad request: " in got
+    out.append("%s: %s%s" % (name, status, " (warned)" if warned else ""))
+print("\n".join(out))
+EOF
+want=$(for h in "CL then TE" "TE then CL" "two CLs" "TE gzip, chunked" "TE with a space" obs-fold \
+	"bare LF" oversized absolute-form CONNECT; do echo "$h: HTTP/1.1 400 Bad Request (warned)"; done)
+before=$(upstream_lines)
+run relay_as "$mallory" $PY "$KH_TMP/heads.py" "$RELAY_PORT"
+is "$rc:$out" "0:$want" "hostile request heads (with a session): each a 400 saying why" || diag "$err"
+is "$(upstream_lines)" "$before" "... and none reached the API server (its access log is unchanged)"
+relay_alive
+ok $? "the relay runs on"
+
+# --- a user holding every user.sock slot cannot block root --------------------
+cat >"$KH_TMP/ctlflood.py" <<EOF
+import socket, time
+socks = []
+for i in range(200):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect("$RELAY_RUNDIR/user.sock")
+        socks.append(s)
+    except OSError:
+        pass
+from khalive import alive
+print("held", sum(alive(s) for s in socks), flush=True)
+open("$KH_TMP/ctlflood/ready", "w").close()
+time.sleep(30)
+EOF
+mkdir -m 0777 "$KH_TMP/ctlflood"
+timeout 60 setpriv --reuid="$(id -u "$eve")" --regid="$(id -g "$eve")" --init-groups --reset-env \
+	env PYTHONPATH="$KH_TMP/py" $PY "$KH_TMP/ctlflood.py" >"$KH_TMP/ctlflood.out" 2>&1 &
+FLOOD=$!
+for i in $(seq 1 100); do [ -e "$KH_TMP/ctlflood/ready" ] && break; sleep 0.1; done
+is "$(cat "$KH_TMP/ctlflood.out")" "held 4" "a user opening 200 user.sock connections holds 4 (the per-uid cap)"
+t0=$(date +%s%N)
+run env KUBEHSM_CONFIG="$RELAY_CONF" "$KUBEHSM" admin revoke "$mallory"
+t1=$(date +%s%N)
+like "$rc:$out" "^0:kubehsm-relayd forgot the session and closed 0 connections" \
+	"meanwhile kubehsm admin revoke reaches the relay ($(((t1 - t0) / 1000000)) ms)" || diag "$err"
+run relay_deliver "$mallory"
+is "$rc" 0 "... and a login's delivery too" || diag "$err"
+kill "$FLOOD" 2>/dev/null
+wait "$FLOOD" 2>/dev/null
+
+# --- a revoke the relay cannot take is applied from root's note ----------------
+timeout 120 setpriv --reuid="$(id -u "$mallory")" --regid="$(id -g "$mallory")" --init-groups \
+	--reset-env curl -sSN "http://127.0.0.1:$RELAY_PORT/api/v1/namespaces?watch=1" \
+	</dev/null >"$KH_TMP/w.stop" 2>"$KH_TMP/w.stop.err" &
+WPID=$!
+for i in $(seq 1 100); do [ "$(wc -l <"$KH_TMP/w.stop")" -ge 2 ] && break; sleep 0.1; done
+kill -STOP "$RELAY_PID"
+t0=$(date +%s%N)
+run env KUBEHSM_CONFIG="$RELAY_CONF" "$KUBEHSM" admin revoke "$mallory"
+t1=$(date +%s%N)
+like "$rc:$out" "^0:kubehsm-relayd did not answer \(.*\); it ends the session within a second" \
+	"revoke while the relay is stopped: root leaves a note ($(((t1 - t0) / 1000000)) ms)" ||
+	diag "$err"
+kill -CONT "$RELAY_PID"
+t0=$(date +%s%N)
+for i in $(seq 1 100); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.05; done
+t1=$(date +%s%N)
+kill -0 "$WPID" 2>/dev/null
+is "$?" 1 "once it runs again, the relay applies the note: the watch ends ($(((t1 - t0) / 1000000)) ms)"
+wait "$WPID" 2>/dev/null
+relay_kc "$mallory" get --raw /kh-whoami
+like "$rc:$err" "^1:.*ended at .* \(revoked\)" "... and the next request gets a 401: revoked"
+relay_mint "$mallory" && relay_deliver "$mallory"
+relay_kc "$mallory" get --raw /kh-whoami
+is "$rc:$out" "0:$(relay_serial "$mallory") CN=$mallory,O=dev" \
+	"a session delivered after the note is served (the note is older than it)"
 
 # --- slowloris: a request head one byte a second ---------------------------
 hostile "$eve" 30 "
@@ -117,14 +230,7 @@ hostile "$eve" 20 "
 import socket, time
 socks = [socket.create_connection(('127.0.0.1', $RELAY_PORT)) for _ in range(10)]
 time.sleep($HS + 3)
-def alive(s):
-    s.setblocking(False)
-    try:
-        return s.recv(1) != b''
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+from khalive import alive
 print('left', sum(alive(s) for s in socks), flush=True)
 "
 wait "$HPID"
@@ -146,14 +252,7 @@ for i in range(5000):
         pass
 print('opened', len(socks), flush=True)
 time.sleep(1)
-def alive(s):
-    s.setblocking(False)
-    try:
-        return s.recv(1) != b''
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+from khalive import alive
 print('held', sum(alive(s) for s in socks), flush=True)
 open('$KH_TMP/flood/ready', 'w').close()
 time.sleep(30)

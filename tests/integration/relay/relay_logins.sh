@@ -11,15 +11,13 @@
 # holds any form of the key (PEM, DER scalar, OpenSSL's in-memory form:
 # every process of the uid scanned, with the relay itself as the positive
 # control) and no key the user can read holds it; two users are served as
-# themselves side by side.  The last logout makes the relay forget the
+# themselves side by side; the relay's audit log names the sshd login (PAM
+# service, remote host) each request came from.  The last logout makes the relay forget the
 # session and close the user's open watch; `kubehsm logout` and
 # `kubehsm admin revoke` do the same through user.sock and control.sock.
 . "$KH_SRCDIR/tests/integration/logins/logins_common.sh"
 . "$KH_SRCDIR/tests/harness/relay.sh"
-
-[ -x "$RELAYD" ] || skip_all "relay/kubehsm-relayd not built"
-[ -x "$RELAY_CLIENT" ] || skip_all "tests/probes/relay_client not built"
-need_cmd ss useradd ps
+relay_preamble ps
 
 plan_auto
 token_user alice
@@ -59,6 +57,11 @@ ok $? "$alice logs in over sshd (keyboard-interactive, the token PIN once)" ||
 run relay_ctl list
 like "$out" "^$(id -u "$alice") $alice - " "the login handed $alice's session to the relay"
 relay_session a1 "$alice" "$alice's login"
+line=$(jq -c --argjson u "$(id -u "$alice")" 'select(.uid == $u)' "$RELAY_AUDIT" | tail -1)
+like "$(jq -r '"\(.user) \(.method) \(.path) \(.status) \(.origin.service) \(.origin.rhost)"' <<<"$line")" \
+	"^$alice GET /kh-whoami 200 $SSHD_SERVICE (127\\.0\\.0\\.1|localhost)\$" \
+	"the relay's audit line names $alice's sshd login: the PAM service and the remote host" ||
+	diag "$line"
 rec=$(record "$alice")
 is "$(jq -r '.key' <<<"$rec")" "" "$alice's record carries no key"
 isnt "$(jq -r '.chain' <<<"$rec")" "" "... only the session certificate chain"

@@ -57,6 +57,45 @@ test_session_round_trip(void **state)
 	kh_secure_free(out, len);
 }
 
+/* The login origin travels with the session, is optional member by member,
+ * and is as strictly checked as the rest. */
+static void
+test_session_origin(void **state)
+{
+	struct kh_relay_session s = sample(), d;
+	char *out = NULL;
+	size_t len = 0;
+	kh_error err;
+	char bad[512];
+
+	(void)state;
+	s.origin.service = "sshd";
+	s.origin.rhost = "203.0.113.7";
+	assert_int_equal(kh_relay_session_encode(&s, &out, &len, &err), 0);
+	assert_non_null(strstr(out, "\"origin\":{\"service\":\"sshd\",\"rhost\":\"203.0.113.7\"}"));
+	assert_int_equal(kh_relay_session_decode(out, len, &d, &err), 0);
+	assert_string_equal(d.origin.service, "sshd");
+	assert_string_equal(d.origin.rhost, "203.0.113.7");
+	assert_null(d.origin.tty);
+	kh_relay_session_clear(&d);
+	kh_secure_free(out, len);
+	/* Without one: no member at all (what an older relay accepts). */
+	s = sample();
+	assert_int_equal(kh_relay_session_encode(&s, &out, &len, &err), 0);
+	assert_null(strstr(out, "origin"));
+	kh_secure_free(out, len);
+	(void)snprintf(bad, sizeof(bad), "{\"uid\":1,\"user\":\"a\",\"issuer\":\"\",\"expires\":9,"
+		       "\"chain\":\"%s\",\"key\":\"%s\",\"origin\":{\"tty\":\"a\\nb\"}}",
+		       "-----BEGIN CERTIFICATE-----", "PRIVATE KEY-----");
+	assert_int_equal(kh_relay_session_decode(bad, strlen(bad), &d, &err), -1);
+	assert_non_null(strstr(err.msg, "control character"));
+	(void)snprintf(bad, sizeof(bad), "{\"uid\":1,\"user\":\"a\",\"issuer\":\"\",\"expires\":9,"
+		       "\"chain\":\"%s\",\"key\":\"%s\",\"origin\":{\"shell\":\"x\"}}",
+		       "-----BEGIN CERTIFICATE-----", "PRIVATE KEY-----");
+	assert_int_equal(kh_relay_session_decode(bad, strlen(bad), &d, &err), -1);
+	assert_non_null(strstr(err.msg, "unknown field"));
+}
+
 static void
 test_requests_round_trip(void **state)
 {
@@ -236,6 +275,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_session_round_trip),
+		cmocka_unit_test(test_session_origin),
 		cmocka_unit_test(test_requests_round_trip),
 		cmocka_unit_test(test_reply_round_trip),
 		cmocka_unit_test(test_bad_requests),

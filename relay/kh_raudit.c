@@ -1,0 +1,266 @@
+/*
+ * kh_raudit — format audit lines (jansson), and append them to a file only
+ * root and the relay's own user can reach, and/or to syslog.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "relay/kh_raudit.h"
+
+struct kh_raudit {
+	char *file;             /* NULL: no file */
+	int fd;
+	bool to_syslog;
+	unsigned long failed;   /* writes that failed since the last success */
+};
+
+/* ------------------------------------------------------------------ */
+/* the line                                                             */
+
+/* A request target as JSON can carry it: bytes outside printable ASCII
+ * become %XX (it was percent-encoded on the wire in any sane client). */
+static void
+kh_raudit_clean_path(const char *in, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *in != '\0' && o + 4 < cap; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c >= 0x20 && c < 0x7f) {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+}
+
+static int
+kh_raudit_time(const struct timespec *ts, char *buf, size_t cap)
+{
+	struct tm tm;
+	char base[32];
+
+	if (gmtime_r(&ts->tv_sec, &tm) == NULL ||
+	    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		return -1;
+	return snprintf(buf, cap, "%s.%03ldZ", base, ts->tv_nsec / 1000000) > 0 ? 0 : -1;
+}
+
+static json_t *
+kh_raudit_origin(const struct kh_relay_origin *o)
+{
+	json_t *j = json_object();
+
+	if (j == NULL || o == NULL)
+		return j;
+	if ((o->service != NULL && json_object_set_new(j, "service", json_string(o->service)) != 0) ||
+	    (o->rhost != NULL && json_object_set_new(j, "rhost", json_string(o->rhost)) != 0) ||
+	    (o->tty != NULL && json_object_set_new(j, "tty", json_string(o->tty)) != 0)) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+int
+kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap)
+{
+	char when[48], path[KH_RAUDIT_LINE_MAX / 2];
+	json_t *o;
+	size_t n;
+
+	if (cap < 2 || kh_raudit_time(&r->start, when, sizeof(when)) != 0)
+		return -1;
+	kh_raudit_clean_path(r->path != NULL ? r->path : "", path, sizeof(path));
+	o = json_pack("{s:s, s:I, s:o, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:b, s:b, s:o}",
+		      "time", when,
+		      "uid", (json_int_t)r->uid,
+		      "user", r->user != NULL ? json_string(r->user) : json_null(),
+		      "cluster", r->cluster,
+		      "method", r->method != NULL ? r->method : "",
+		      "path", path,
+		      "status", (int)r->status,
+		      "bytesIn", (json_int_t)r->bytes_in,
+		      "bytesOut", (json_int_t)r->bytes_out,
+		      "durationMs", (double)r->duration_ns / 1e6,
+		      "watch", r->watch,
+		      "upgrade", r->upgrade,
+		      "origin", r->origin != NULL ? kh_raudit_origin(r->origin) : json_null());
+	if (o == NULL)
+		return -1;
+	if ((r->path_cut || strlen(path) + 4 >= sizeof(path)) &&
+	    json_object_set_new(o, "pathCut", json_true()) != 0)
+		goto fail;
+	if (r->relay_note != NULL &&
+	    json_object_set_new(o, "relay", json_string(r->relay_note)) != 0)
+		goto fail;
+	n = json_dumpb(o, buf, cap - 2, JSON_COMPACT | JSON_PRESERVE_ORDER |
+		       JSON_REAL_PRECISION(6));
+	json_decref(o);
+	if (n == 0 || n > cap - 2)
+		return -1;
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return (int)n;
+fail:
+	json_decref(o);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* the file                                                             */
+
+/* The directory: made (root's, group gid, 0770) or, if there, not writable
+ * by anyone root did not choose. */
+static int
+kh_raudit_dir(const char *file, gid_t gid, kh_error *err)
+{
+	char *copy = strdup(file), *dir;
+	struct stat st;
+	int rc = -1;
+
+	if (copy == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	dir = dirname(copy);
+	if (mkdir(dir, 0770) == 0) {
+		if (chown(dir, 0, gid) != 0 || chmod(dir, 0770) != 0) {
+			kh_fail(err, KH_ERR_INTERNAL, "%s: %s", dir, strerror(errno));
+			goto out;
+		}
+	} else if (errno != EEXIST) {
+		kh_fail(err, KH_ERR_INTERNAL, "cannot create %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 002) != 0 || ((st.st_mode & 020) != 0 && st.st_gid != gid && st.st_gid != 0)) {
+		kh_fail(err, KH_ERR_CONFIG, "relay.audit.file: %s must be a directory owned by "
+			"root that only root (and the relay's group) can write", dir);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(copy);
+	return rc;
+}
+
+static int
+kh_raudit_open_file(const char *file, kh_error *err)
+{
+	int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "cannot open the audit log %s: %s", file,
+			       strerror(errno));
+	return fd;
+}
+
+struct kh_raudit *
+kh_raudit_open(const char *file, bool to_syslog, uid_t uid, gid_t gid, kh_error *err)
+{
+	struct kh_raudit *a = calloc(1, sizeof(*a));
+	struct stat st;
+
+	if (a == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory"), NULL;
+	a->fd = -1;
+	a->to_syslog = to_syslog;
+	if (file == NULL || file[0] == '\0')
+		return a;
+	a->file = strdup(file);
+	if (a->file == NULL) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		goto fail;
+	}
+	if (kh_raudit_dir(file, gid, err) != 0)
+		goto fail;
+	a->fd = kh_raudit_open_file(file, err);
+	if (a->fd < 0)
+		goto fail;
+	if (fstat(a->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != uid)) {
+		kh_fail(err, KH_ERR_CONFIG, "the audit log %s must be a regular file of root's "
+			"or the relay's", file);
+		goto fail;
+	}
+	/* Read by root only; written by the relay, also after the drop. */
+	if (fchown(a->fd, uid, gid) != 0 || fchmod(a->fd, 0600) != 0) {
+		kh_fail(err, KH_ERR_INTERNAL, "%s: %s", file, strerror(errno));
+		goto fail;
+	}
+	return a;
+fail:
+	kh_raudit_free(a);
+	return NULL;
+}
+
+int
+kh_raudit_reopen(struct kh_raudit *a, kh_error *err)
+{
+	int fd;
+
+	if (a == NULL || a->file == NULL)
+		return 0;
+	fd = kh_raudit_open_file(a->file, err);
+	if (fd < 0)
+		return -1;
+	if (fchmod(fd, 0600) != 0) {
+		(void)close(fd);
+		return kh_fail(err, KH_ERR_INTERNAL, "%s: %s", a->file, strerror(errno));
+	}
+	(void)close(a->fd);
+	a->fd = fd;
+	return 0;
+}
+
+void
+kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r)
+{
+	char line[KH_RAUDIT_LINE_MAX];
+	int n;
+
+	if (a == NULL || (a->fd < 0 && !a->to_syslog))
+		return;
+	n = kh_raudit_format(r, line, sizeof(line));
+	if (n <= 0)
+		return;
+	if (a->fd >= 0) {
+		if (write(a->fd, line, (size_t)n) == n) {
+			if (a->failed > 0)
+				syslog(LOG_WARNING, "kubehsm-relayd: audit log %s: %lu line(s) lost "
+				       "before this one", a->file, a->failed);
+			a->failed = 0;
+		} else if (a->failed++ == 0) {
+			syslog(LOG_ERR, "kubehsm-relayd: cannot write the audit log %s: %s",
+			       a->file, strerror(errno));
+		}
+	}
+	if (a->to_syslog)
+		syslog(LOG_AUTHPRIV | LOG_INFO, "%.*s", n - 1, line);
+}
+
+void
+kh_raudit_free(struct kh_raudit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->fd >= 0)
+		(void)close(a->fd);
+	free(a->file);
+	free(a);
+}
