@@ -178,7 +178,7 @@ else fail "neither KUBERNETES_EXEC_INFO nor --api-version"; diag "rc=$rc out='$o
 # served CLIENT [LOGDIR]: the endpoint served CLIENT's pod list (the request
 # carries labelSelector=kh-client-CLIENT) to the login's session certificate.
 served() {
-	grep -Eq "^127\.0\.0\.1 200 \"GET /api/v1/namespaces/default/pods\?labelSelector=kh-client-$1[& ].* serial=$SERIAL dn=\"O=dev,CN=$alice\"\$" \
+	grep -Eq "^127\.0\.0\.1 200 \"GET /api/v1/namespaces/default/pods\?labelSelector=kh-client-$1[& ].* serial=$SERIAL dn=\"O=dev,CN=$alice\"( |\$)" \
 		"${2:-$EP_DIR}/logs/access.log"
 }
 
