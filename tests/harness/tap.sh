@@ -6,7 +6,9 @@
 # visibly when the machine cannot run it.
 #
 # Variables: KH_SRCDIR / KH_BUILDDIR (set by make check), KH_TMP (a private
-# temp dir, removed on exit unless KH_KEEP_TMP=1).
+# temp dir, removed on exit unless KH_KEEP_TMP=1), KH_MODLOG (what the PAM
+# module logged, when the program that ran it had tests/probes/logcap: a
+# failing assertion shows the lines logged since the assertion before it).
 
 : "${KH_SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 : "${KH_BUILDDIR:=$KH_SRCDIR}"
@@ -24,6 +26,13 @@ _tap_cleanups=()
 
 KH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kubehsm-test.XXXXXX")
 chmod 0755 "$KH_TMP"   # test users must reach files the test hands them
+KH_MODLOG=$KH_TMP/module.log
+KH_LOGCAP=$KH_BUILDDIR/tests/probes/logcap/.libs/libkhlogcap.so
+export KH_MODLOG
+# Written by whatever uid runs the module (a pam_wrapper test runs it as a
+# plain user); read only by the test.
+: >"$KH_MODLOG" && chmod 0622 "$KH_MODLOG"
+_tap_modlog_mark=0
 
 # Run registered cleanups in reverse order, then drop the temp dir.
 _tap_exit() {
@@ -50,6 +59,20 @@ skip_all() { echo "1..0 # SKIP $*"; _tap_planned=0; exit 0; }
 
 diag() { local l; while IFS= read -r l; do echo "# $l"; done <<<"$*"; }
 
+# On a failure, what the PAM module logged since the previous assertion
+# (its own reason for refusing, say); either way the next failure starts
+# from here.
+_tap_modlog() {
+	local size
+	[ -f "$KH_MODLOG" ] || return 0
+	size=$(stat -c %s "$KH_MODLOG" 2>/dev/null) || return 0
+	if [ "$1" -ne 0 ] && [ "$size" -gt "$_tap_modlog_mark" ]; then
+		diag "the PAM module logged (tests/probes/logcap):"
+		diag "$(tail -c +$((_tap_modlog_mark + 1)) "$KH_MODLOG" | tail -n 40)"
+	fi
+	_tap_modlog_mark=$size
+}
+
 ok() {   # ok CONDITION-EXIT-STATUS DESCRIPTION  (use: cmd; ok $? "desc")
 	local rc=$1; shift
 	_tap_n=$((_tap_n + 1))
@@ -59,6 +82,7 @@ ok() {   # ok CONDITION-EXIT-STATUS DESCRIPTION  (use: cmd; ok $? "desc")
 		echo "not ok $_tap_n - $*"
 		_tap_failed=$((_tap_failed + 1))
 	fi
+	_tap_modlog "$rc"
 	return "$rc"
 }
 

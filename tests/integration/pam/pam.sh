@@ -15,15 +15,6 @@ need_cmd pamtester softhsm2-util pkcs11-tool openssl keyctl jq setpriv timeout
 [ -f "$PAM_KUBEHSM" ] || skip_all "pam/.libs/pam_kubehsm.so not built"
 SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
 [ -f "$SHIM" ] || skip_all "tests/probes/p11shim not built (make check builds it)"
-# An ASan-built module needs the ASan runtime loaded first into the
-# uninstrumented pamtester; leak checking of pamtester/libpam itself is off
-# there (pam_valgrind.sh checks the module's leaks with an instrumented driver).
-PT_ENV=()
-if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init; then
-	PT_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
-	[ -f "${PT_ENV[0]#LD_PRELOAD=}" ] || { echo "Bail out! libasan.so not found"; exit 1; }
-fi
 
 PIN=4711
 ISSUER_PIN=987654
@@ -91,7 +82,7 @@ cp /etc/passwd "$KH_TMP/nss.passwd"
 { cat /etc/group
   printf '%s:x:%d:%s' "$BIG" $((50000 + $$ % 10000)) "$ALICE"
   for i in $(seq 1 1200); do printf ',khmember%04d' "$i"; done; echo; } >"$KH_TMP/nss.group"
-NSS_ENV=(LD_PRELOAD="${PT_ENV[0]:+${PT_ENV[0]#LD_PRELOAD=} }$NSSW"
+NSS_ENV=(LD_PRELOAD="${KH_PAM_PRELOAD:+$KH_PAM_PRELOAD }$NSSW"
 	NSS_WRAPPER_PASSWD="$KH_TMP/nss.passwd" NSS_WRAPPER_GROUP="$KH_TMP/nss.group"
 	"${PT_ENV[@]:1}")
 # With nss_khcase ahead of the files, user names resolve without regard to
@@ -125,11 +116,7 @@ stacked ufpp use_first_pass authtok_is_pin
 stacked tfp try_first_pass
 stacked tfpp try_first_pass authtok_is_pin
 
-# pt SERVICE USER PIN OPS...: pamtester, PIN on stdin; sets $out $err $rc.
-pt() {
-	local svc=$1 user=$2 pin=$3; shift 3
-	run env "${PT_ENV[@]}" timeout 60 pamtester "$svc" "$user" "$@" <<<"$pin"
-}
+# pt SERVICE USER PIN OPS...: pamtester (tests/harness/pamsvc.sh).
 # record USER: the user's cached record as the user sees it, as one JSON
 # object (tests/harness/record.py), or "".
 record() {
