@@ -200,6 +200,13 @@ int kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l);
  */
 int kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out);
 
+/*
+ * Does the PAM environment name a stash open_session would take (the same
+ * checks, the stash left in place)?  1 yes, 0 no.  Logs nothing but a
+ * runtime directory it cannot use: open_session logs what it finds, once.
+ */
+int kh_pam_handoff_pending(pam_handle_t *pamh);
+
 /* ---- polkit, through the kubehsm-polkit plugin (kh_pam_polkit.c) --------- */
 
 /* kh_polkit_check_login, run in the plugin, which is loaded only when the

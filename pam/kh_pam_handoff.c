@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,9 +371,14 @@ fail:
 	return NULL;
 }
 
-/* Open, check and unlink the stash; its text into *text.  0 or -1. */
+/*
+ * Open and check the stash; its text into *text.  0 or -1.  With consume
+ * it is unlinked before it is trusted (single use: whoever unlinks it owns
+ * it); without (setcred, which only asks whether there is one) it stays
+ * for open_session.
+ */
 static int
-read_stash(const char *path, char **text, size_t *len, const char **why)
+read_stash(const char *path, bool consume, char **text, size_t *len, const char **why)
 {
 	struct stat st;
 	ssize_t n;
@@ -388,9 +394,8 @@ read_stash(const char *path, char **text, size_t *len, const char **why)
 	    (st.st_mode & 077) != 0 || st.st_nlink != 1 || st.st_size <= 0 ||
 	    st.st_size > HANDOFF_FILE_MAX)
 		goto fail;
-	/* Single use: whoever unlinks it owns it. */
 	*why = "already used";
-	if (unlink(path) != 0)
+	if (consume && unlink(path) != 0)
 		goto fail;
 	*text = malloc((size_t)st.st_size + 1);
 	*why = "unreadable";
@@ -411,15 +416,51 @@ fail:
 	return -1;
 }
 
+/* The stash behind handle, checked as the session step checks it: the
+ * decoded login, or NULL with *why. */
+static struct kh_pam_login *
+load_stash(pam_handle_t *pamh, const char *handle, bool consume, const char **why)
+{
+	char path[sizeof(KH_RUNDIR) + 96];
+	struct kh_pam_login *l = NULL;
+	kh_error err = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+
+	if (kh_rundir_file(HANDOFF_DIR, handle, path, sizeof(path), &err) != 0) {
+		pam_syslog(pamh, LOG_ERR, "authentication hand-off: %s", err.msg);
+		*why = NULL;
+		return NULL;
+	}
+	if (read_stash(path, consume, &text, &len, why) == 0) {
+		l = decode_login(pamh, text, len, why);
+		kh_secure_free(text, len + 1);
+	}
+	return l;
+}
+
+int
+kh_pam_handoff_pending(pam_handle_t *pamh)
+{
+	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV), *why = NULL;
+	struct kh_pam_login *l;
+
+	if (h == NULL || !handle_valid(h))
+		return 0;
+	l = load_stash(pamh, h, false, &why);
+	if (l == NULL)
+		return 0;
+	kh_pam_login_free(l);
+	return 1;
+}
+
 int
 kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
 {
-	char path[sizeof(KH_RUNDIR) + 96], handle[HANDOFF_HANDLE_LEN + 1];
+	char handle[HANDOFF_HANDLE_LEN + 1];
 	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV), *why = NULL;
-	struct kh_pam_login *l = NULL;
-	kh_error err = { 0 };
-	char *text = NULL, *pin;
-	size_t len = 0;
+	struct kh_pam_login *l;
+	char *pin;
 
 	*out = NULL;
 	if (h == NULL)
@@ -435,18 +476,11 @@ kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
 	 * never reaches the user's shell. */
 	(void)pam_putenv(pamh, KH_HANDOFF_ENV);
 	pin = pin_take(handle);
-	if (kh_rundir_file(HANDOFF_DIR, handle, path, sizeof(path), &err) != 0) {
-		pam_syslog(pamh, LOG_ERR, "authentication hand-off: %s", err.msg);
-		kh_secure_strfree(pin);
-		return -1;
-	}
-	if (read_stash(path, &text, &len, &why) == 0) {
-		l = decode_login(pamh, text, len, &why);
-		kh_secure_free(text, len + 1);
-	}
+	l = load_stash(pamh, handle, true, &why);
 	if (l == NULL) {
-		pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; not used",
-			   handle, why);
+		if (why != NULL)
+			pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; "
+				   "not used", handle, why);
 		kh_secure_strfree(pin);
 		return -1;
 	}

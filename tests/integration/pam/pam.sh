@@ -133,7 +133,7 @@ token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
 	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
 		/token flags/ && cur == l { print; exit }'; }
 
-plan 49
+plan 56
 
 # --- right PIN: a record that chains to the issuer CA --------------------
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
@@ -289,3 +289,49 @@ run env "${NSS_CASE_ENV[@]}" timeout 60 pamtester "$SVC" "$UPPER" authenticate o
 is "$rc" 0 "logging in as '$UPPER' resolves to the account '$ALICE'" || diag "$err"
 is "$(record "$ALICE" | jq -r '.user + " " + .kube_user')" "$ALICE $ALICE" \
 	"the record and the kube user name the account, not what was typed"
+
+# --- setcred: a PAM_KUBEHSM_HANDOFF in the environment proves nothing --------
+# sshd's monitor calls setcred after a forked auth, and libpam jumps on its
+# answer.  An earlier module (pam_env here) can put any value in the PAM
+# environment: setcred must answer as for no kubehsm authentication, so the
+# stack below falls through to pam_deny, unless the value names a stash
+# the session step would take.  Each step is its own pamtester process, as
+# each is its own process behind sshd.
+"$KH_BUILDDIR/tests/probes/cache_probe" revoke "$(uid_of "$ALICE")" >/dev/null
+# setcred_svc NAME: pam_env sets PAM_KUBEHSM_HANDOFF from $ETC/NAME.env, then
+# success of pam_kubehsm jumps over pam_deny (auth and setcred alike).
+setcred_svc() {
+	: >"$ETC/$1.env"
+	{
+		echo "auth     optional pam_env.so conffile=$ETC/$1.env readenv=0"
+		echo "auth     [success=1 default=ignore] $PAM_KUBEHSM config=$CONF"
+		echo "auth     requisite pam_deny.so"
+		echo "auth     required pam_permit.so"
+		echo "account  required pam_permit.so"
+		echo "session  optional pam_env.so conffile=$ETC/$1.env readenv=0"
+		echo "session  required $PAM_KUBEHSM config=$CONF"
+	} >"/etc/pam.d/$1"
+}
+handoff_env() { printf 'PAM_KUBEHSM_HANDOFF DEFAULT=%s\n' "$2" >"$ETC/$1.env"; }
+setcred_svc "$SVC-sc"
+for v in ../../../../etc/shadow 0123456789abcdef0123456789abcdef; do
+	handoff_env "$SVC-sc" "$v"
+	pt "$SVC-sc" "$ALICE" "" setcred
+	like "$rc:$(oneline "$err")" "^1:.*credentials" \
+		"setcred with PAM_KUBEHSM_HANDOFF=$v and no stash behind it: not a kubehsm login (the stack reaches pam_deny)"
+done
+pt "$SVC-sc" "$ALICE" "$PIN" authenticate
+is "$rc" 0 "control: auth alone (sshd's forked child) leaves a stash"
+# (Earlier auth-only steps above left stashes of other services.)
+STASH=$(grep -lsF "\"service\":\"$SVC-sc\"" /run/kubehsm/handoff/* 2>/dev/null |
+	xargs -r grep -lF "\"user\":\"$ALICE\"" | head -n 1)
+handoff_env "$SVC-sc" "${STASH##*/}"
+pt "$SVC-sc" "$ALICE" "" setcred
+is "$rc" 0 "control: setcred in another process, the stash's handle in the environment: success"
+[ -n "$STASH" ] && [ -f "$STASH" ]
+ok $? "setcred leaves the stash for the session step"
+pt "$SVC-sc" "$ALICE" "" open_session
+like "$rc:$(logins "$ALICE")" "^0:[0-9]+$" "open_session in a third process takes it and caches the session"
+[ ! -e "$STASH" ]
+ok $? "the stash is used up"
+"$KH_BUILDDIR/tests/probes/cache_probe" revoke "$(uid_of "$ALICE")" >/dev/null
