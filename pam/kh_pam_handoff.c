@@ -91,31 +91,66 @@ service_of(pam_handle_t *pamh)
 
 /* ---- the PIN's kernel key (session.cache_pin only) ------------------------ */
 
+/*
+ * Root's user keyring outlives sshd's auth child, and the monitor finds it
+ * as KEY_SPEC_USER_KEYRING.  But pam_keyinit links root's user keyring into
+ * every root login's session keyring, and a process of another uid started
+ * inside such a login (sudo -u, su, a daemon from a root shell) possesses
+ * it and all it holds.  So the PIN's key grants its possessor nothing: only
+ * its owner, uid 0 — which the kernel matches against the fs-uid, never
+ * another uid's — may view, read, search (find it) and link it; group and
+ * other get nothing either.  A process of another uid that possesses root's
+ * keyring can list the key's serial, and nothing more: not its description
+ * (which holds the handle), not its payload.  The key is made in this
+ * thread's own keyring and made owner-only there, before it is linked
+ * where anyone else could reach it, and it lives KH_HANDOFF_TTL at most.
+ */
+#define HANDOFF_PIN_PERM (KEY_USR_VIEW | KEY_USR_READ | KEY_USR_SEARCH | KEY_USR_LINK)
+
 static void
 pin_desc(const char *handle, char *buf, size_t size)
 {
 	(void)snprintf(buf, size, "%s%s", HANDOFF_PIN_DESC, handle);
 }
 
-/* root's user keyring outlives sshd's auth child; possessor and owner
- * (root) may read, and only for KH_HANDOFF_TTL. */
 static int
 pin_put(const char *handle, const char *pin)
 {
 	char desc[64];
 	key_serial_t k;
+	int rc = -1, e;
 
 	pin_desc(handle, desc, sizeof(desc));
-	k = add_key("user", desc, pin, strlen(pin), KEY_SPEC_USER_KEYRING);
+	k = add_key("user", desc, pin, strlen(pin), KEY_SPEC_THREAD_KEYRING);
 	if (k < 0)
 		return -1;
-	if (keyctl_set_timeout(k, KH_HANDOFF_TTL) != 0 ||
-	    keyctl_setperm(k, KEY_POS_VIEW | KEY_POS_READ | KEY_POS_SEARCH |
-			   KEY_USR_VIEW | KEY_USR_READ | KEY_USR_SEARCH) != 0) {
+	if (keyctl_set_timeout(k, KH_HANDOFF_TTL) == 0 &&
+	    keyctl_setperm(k, HANDOFF_PIN_PERM) == 0 &&
+	    keyctl_link(k, KEY_SPEC_USER_KEYRING) == 0)
+		rc = 0;
+	e = errno;
+	if (rc != 0)
 		(void)keyctl_invalidate(k);
-		return -1;
-	}
-	return 0;
+	(void)keyctl_unlink(k, KEY_SPEC_THREAD_KEYRING);
+	errno = e;
+	return rc;
+}
+
+/* Is k the key pin_put made: root's, owner-only?  Anything else of that
+ * name was not made here and is not read. */
+static int
+pin_key_is_ours(key_serial_t k)
+{
+	char *text = NULL;
+	unsigned owner, perm;
+	int ok;
+
+	if (keyctl_describe_alloc(k, &text) < 0)
+		return 0;
+	ok = sscanf(text, "user;%u;%*u;%x;", &owner, &perm) == 2 && owner == 0 &&
+	     perm == HANDOFF_PIN_PERM;
+	free(text);
+	return ok;
 }
 
 /* Take (read and invalidate) the PIN key of handle; NULL if none. */
@@ -131,7 +166,7 @@ pin_take(const char *handle)
 		return NULL;
 	pin_desc(handle, desc, sizeof(desc));
 	k = keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0);
-	if (k < 0)
+	if (k < 0 || !pin_key_is_ours(k))
 		return NULL;
 	n = keyctl_read_alloc(k, &buf);
 	(void)keyctl_invalidate(k);
