@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,5 +127,53 @@ kh_cache_parse_description(const char *text, uid_t *owner, key_perm_t *perm,
 			return -1;
 		memcpy(desc, end + 1, l + 1);
 	}
+	return 0;
+}
+
+#define MARKER_PREFIX "revoked "
+
+/* A name a marker can carry and a reader can compare: no space or control
+ * character (UTF-8 is fine), at most 255 bytes (what the index keeps). */
+static int
+marker_name_ok(const char *name, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 255)
+		return 0;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)name[i] <= ' ' || (unsigned char)name[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int
+kh_cache_marker_format(char *buf, size_t size, int64_t when, const char *user)
+{
+	int n;
+
+	if (user == NULL || !marker_name_ok(user, strlen(user)))
+		return -1;
+	n = snprintf(buf, size, MARKER_PREFIX "%" PRId64 " %s", when, user);
+	return n > 0 && (size_t)n < size ? n : -1;
+}
+
+int
+kh_cache_marker_user(const char *payload, size_t len, char *user, size_t size)
+{
+	const size_t plen = sizeof(MARKER_PREFIX) - 1;
+	size_t i = plen, digits;
+
+	if (len <= plen || memcmp(payload, MARKER_PREFIX, plen) != 0)
+		return -1;
+	for (digits = 0; i < len && payload[i] >= '0' && payload[i] <= '9'; i++)
+		digits++;
+	if (digits == 0 || digits > 20 || i >= len || payload[i] != ' ')
+		return -1;
+	i++;
+	if (!marker_name_ok(payload + i, len - i) || len - i >= size)
+		return -1;
+	memcpy(user, payload + i, len - i);
+	user[len - i] = '\0';
 	return 0;
 }

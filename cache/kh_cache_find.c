@@ -17,7 +17,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,29 +164,6 @@ find_own(const char *desc, accept_fn accept, void *ctx, struct lookup *lk)
 	return search_ring(KEY_SPEC_USER_KEYRING, desc, accept, ctx, lk);
 }
 
-/* Any own key will do: for the "ended" marker. */
-static int
-accept_any(key_serial_t key, void *ctx, struct lookup *lk)
-{
-	(void)key;
-	(void)ctx;
-	(void)lk;
-	return 0;
-}
-
-/* The user dropped their record (logout) or root revoked it: did that
- * leave its marker?  Only improves the message. */
-static int
-ended_marker_present(const char *issuer_id)
-{
-	struct lookup lk = { .miss = KH_MISS_NONE };
-	char desc[KH_DESC_MAX];
-
-	if (kh_record_description("ended", issuer_id, desc, sizeof(desc), NULL) != 0)
-		return 0;
-	return find_own(desc, accept_any, NULL, &lk) == 1;
-}
-
 static int
 explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
 {
@@ -228,21 +204,61 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
  * LOGNAME is unset or names anyone else, the account database decides.
  */
 static int
-check_account_name(const struct kh_record *rec, kh_error *err)
+check_account_name(const char *user, kh_error *err)
 {
 	const char *logname = getenv("LOGNAME");
 	struct passwd pw, *found = NULL;
 	char buf[4096];
 
-	if (logname != NULL && strcmp(logname, rec->user) == 0)
+	if (logname != NULL && strcmp(logname, user) == 0)
 		return 0;
 	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
 		return kh_fail(err, KH_ERR_REFUSED, "uid %u has no account name to match "
 			       "the session record against", (unsigned)getuid());
-	if (strcmp(rec->user, found->pw_name) != 0)
+	if (strcmp(user, found->pw_name) != 0)
 		return kh_fail(err, KH_ERR_REFUSED, "the session record was issued to user "
-			       "'%s', not to '%s' (a reused uid?)", rec->user, found->pw_name);
+			       "'%s', not to '%s' (a reused uid?)", user, found->pw_name);
 	return 0;
+}
+
+/*
+ * Is this own "ended" marker about the caller's account?  The kernel keeps
+ * a uid's keys after userdel, so a new account given the uid inherits the
+ * old holder's marker, and must not be told that a session it never had
+ * "was ended".  The marker names the account whose session it was; the
+ * rule is the one the record itself is held to (check_account_name): the
+ * caller's account name.  An account re-created with the same name and
+ * uid is, to that check and to the rest of the system, the same account.
+ * A marker naming no account (an older kubehsm's) is nobody's.
+ */
+static int
+accept_marker(key_serial_t key, void *ctx, struct lookup *lk)
+{
+	char *buf = NULL, user[256];
+	size_t len = 0;
+	int rc;
+
+	(void)ctx;
+	(void)lk;
+	if (read_payload(key, &buf, &len, NULL) != 0)
+		return -1;
+	rc = kh_cache_marker_user(buf, len, user, sizeof(user)) == 0 &&
+	     check_account_name(user, NULL) == 0 ? 0 : -1;
+	kh_secure_free(buf, len + 1);
+	return rc;
+}
+
+/* The user dropped their record (logout) or root revoked it: did that
+ * leave its marker?  Only improves the message. */
+static int
+ended_marker_present(const char *issuer_id)
+{
+	struct lookup lk = { .miss = KH_MISS_NONE };
+	char desc[KH_DESC_MAX];
+
+	if (kh_record_description("ended", issuer_id, desc, sizeof(desc), NULL) != 0)
+		return 0;
+	return find_own(desc, accept_marker, NULL, &lk) == 1;
 }
 
 struct record_ctx {
@@ -267,7 +283,7 @@ accept_record(key_serial_t key, void *ctx, struct lookup *lk)
 		goto refused;
 	rc = kh_cache_decode(buf, len, getuid(), c->issuer_id, &rec, &why);
 	kh_secure_free(buf, len + 1);
-	if (rc != 0 || check_account_name(rec, &why) != 0) {
+	if (rc != 0 || check_account_name(rec->user, &why) != 0) {
 		kh_record_free(rec);
 		goto refused;
 	}
@@ -411,10 +427,22 @@ kh_cache_drop_pin(const char *issuer_id)
 	return drop_own(desc);
 }
 
+/* The caller's account name for its marker, or NULL (no marker then). */
+static const char *
+own_account(char *buf, size_t size, struct passwd *pw)
+{
+	struct passwd *found = NULL;
+
+	if (getpwuid_r(getuid(), pw, buf, size, &found) != 0 || found == NULL)
+		return NULL;
+	return found->pw_name;
+}
+
 int
 kh_cache_revoke_own(const char *issuer_id, kh_error *err)
 {
-	char desc[KH_DESC_MAX], payload[64];
+	char desc[KH_DESC_MAX], payload[KH_MARKER_MAX], pwbuf[4096];
+	struct passwd pw;
 	key_serial_t key;
 	int n;
 
@@ -433,14 +461,16 @@ kh_cache_revoke_own(const char *issuer_id, kh_error *err)
 		return 0;
 	/* The marker is the user's own key, informational only. */
 	if (kh_record_description("ended", issuer_id, desc, sizeof(desc), NULL) == 0) {
-		int len = snprintf(payload, sizeof(payload), "revoked %" PRId64, kh_cache_now());
+		int len = kh_cache_marker_format(payload, sizeof(payload), kh_cache_now(),
+						 own_account(pwbuf, sizeof(pwbuf), &pw));
 
 		/* Made in the process keyring, which this process possesses, so
 		 * it can be made read-only like root's markers (readers take no
 		 * other) before it goes into the user keyring — reached there by
 		 * serial, a key the user does not possess grants them only what
 		 * its user bits say. */
-		key = add_key("user", desc, payload, (size_t)len, KEY_SPEC_PROCESS_KEYRING);
+		key = len < 0 ? -1 : add_key("user", desc, payload, (size_t)len,
+					     KEY_SPEC_PROCESS_KEYRING);
 		if (key >= 0) {
 			if (keyctl_set_timeout(key, KH_ENDED_MIN_TIMEOUT * 60) == 0 &&
 			    keyctl_setperm(key, KH_CACHE_PERM) == 0)

@@ -30,6 +30,23 @@
 /* The ended marker outlives the record by at least this (seconds). */
 #define KH_ENDED_MIN_TIMEOUT 60
 
+/*
+ * The "ended" marker's payload: "revoked <unix time> <account name>".  It
+ * names the account whose session ended, because the kernel keeps a uid's
+ * keys after userdel: a new account given the uid must not be told that a
+ * session it never had "was ended".  Longest payload, with its NUL.
+ */
+#define KH_MARKER_MAX (sizeof("revoked ") + 20 + 1 + 256)
+
+/* Format a marker for `user` at `when` into buf.  Its length, or -1 when
+ * user is no account name a marker can carry. */
+int kh_cache_marker_format(char *buf, size_t size, int64_t when, const char *user);
+
+/* The account a marker payload names, copied into user (size bytes).  0,
+ * or -1 when the payload is not a marker of this format (an older one
+ * names no account and is nobody's). */
+int kh_cache_marker_user(const char *payload, size_t len, char *user, size_t size);
+
 static inline int64_t
 kh_cache_now(void)
 {

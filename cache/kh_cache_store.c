@@ -23,7 +23,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,14 +426,15 @@ enum revoke_scan {
 			       * in the login's own session keyring (logout) */
 };
 
-/* An "ended" marker for a session record that goes, in the keyring the
- * record was meant for; once per issuer and scope.  Only improves the
- * reader's message: failures are not errors. */
+/* An "ended" marker for a session record of `user` that goes, in the
+ * keyring the record was meant for; once per issuer and scope.  Only
+ * improves the reader's message: failures are not errors. */
 static void
-stage_marker(struct batch *b, const struct kh_index_entry *e, int64_t until)
+stage_marker(struct batch *b, const struct kh_index_entry *e, const char *user,
+	     int64_t until)
 {
 	const char *desc = batch_desc(b, "ended", e->issuer);
-	char payload[64], tag[KH_DESC_MAX + 8];
+	char payload[KH_MARKER_MAX], tag[KH_DESC_MAX + 8];
 	key_serial_t marker;
 	int n;
 
@@ -447,8 +447,10 @@ stage_marker(struct batch *b, const struct kh_index_entry *e, int64_t until)
 			return;
 	if (b->ndescs == KH_MAX_DESCS || strlen(tag) >= KH_DESC_MAX)
 		return;
+	n = kh_cache_marker_format(payload, sizeof(payload), kh_cache_now(), user);
+	if (n < 0)
+		return;
 	memcpy(b->descs[b->ndescs++], tag, strlen(tag) + 1);
-	n = snprintf(payload, sizeof(payload), "revoked %" PRId64, kh_cache_now());
 	marker = stage_key(b, desc, payload, (size_t)n,
 			   seconds_until(until, KH_ENDED_MIN_TIMEOUT), NULL);
 	if (marker > 0)
@@ -490,7 +492,7 @@ revoke_locked(struct kh_index *ix, const bool *pick, enum revoke_scan scan,
 		if (scan == SCAN_SESSION_PIN && e->scope == KH_SCOPE_SESSION &&
 		    (d = batch_desc(b, "pin", e->issuer)) != NULL)
 			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_SESSION_KEYRING, d);
-		stage_marker(b, e, until);
+		stage_marker(b, e, ix->user, until);
 	}
 	if (scan == SCAN_USER_KEYRING) {
 		if ((d = batch_desc(b, "session", scan_issuer)) != NULL)

@@ -181,8 +181,10 @@ struct kh_p11 *kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_
  * The stash never holds the PIN or a key.  Only with session.cache_pin
  * (signing on the user's token needs the PIN in the session) does the PIN
  * cross, in a kernel key of root's own (never on disk) with the same short
- * lifetime, and only when the authenticating process runs as real root
- * (sshd's child); su and sudo authenticate in the session's own process.
+ * lifetime that only uid 0 may find or read — nothing for its possessor, so
+ * not a process of another uid inside a root login either — and only when
+ * the authenticating process runs as real root (sshd's child); su and sudo
+ * authenticate in the session's own process.
  */
 #define KH_HANDOFF_ENV "PAM_KUBEHSM_HANDOFF"
 /* Longest time between authentication and session (seconds): an abandoned
@@ -199,6 +201,13 @@ int kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l);
  * none, -1 when there was one that cannot be used (logged).
  */
 int kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out);
+
+/*
+ * Does the PAM environment name a stash open_session would take (the same
+ * checks, the stash left in place)?  1 yes, 0 no.  Logs nothing but a
+ * runtime directory it cannot use: open_session logs what it finds, once.
+ */
+int kh_pam_handoff_pending(pam_handle_t *pamh);
 
 /* ---- polkit, through the kubehsm-polkit plugin (kh_pam_polkit.c) --------- */
 

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,31 +91,66 @@ service_of(pam_handle_t *pamh)
 
 /* ---- the PIN's kernel key (session.cache_pin only) ------------------------ */
 
+/*
+ * Root's user keyring outlives sshd's auth child, and the monitor finds it
+ * as KEY_SPEC_USER_KEYRING.  But pam_keyinit links root's user keyring into
+ * every root login's session keyring, and a process of another uid started
+ * inside such a login (sudo -u, su, a daemon from a root shell) possesses
+ * it and all it holds.  So the PIN's key grants its possessor nothing: only
+ * its owner, uid 0 — which the kernel matches against the fs-uid, never
+ * another uid's — may view, read, search (find it) and link it; group and
+ * other get nothing either.  A process of another uid that possesses root's
+ * keyring can list the key's serial, and nothing more: not its description
+ * (which holds the handle), not its payload.  The key is made in this
+ * thread's own keyring and made owner-only there, before it is linked
+ * where anyone else could reach it, and it lives KH_HANDOFF_TTL at most.
+ */
+#define HANDOFF_PIN_PERM (KEY_USR_VIEW | KEY_USR_READ | KEY_USR_SEARCH | KEY_USR_LINK)
+
 static void
 pin_desc(const char *handle, char *buf, size_t size)
 {
 	(void)snprintf(buf, size, "%s%s", HANDOFF_PIN_DESC, handle);
 }
 
-/* root's user keyring outlives sshd's auth child; possessor and owner
- * (root) may read, and only for KH_HANDOFF_TTL. */
 static int
 pin_put(const char *handle, const char *pin)
 {
 	char desc[64];
 	key_serial_t k;
+	int rc = -1, e;
 
 	pin_desc(handle, desc, sizeof(desc));
-	k = add_key("user", desc, pin, strlen(pin), KEY_SPEC_USER_KEYRING);
+	k = add_key("user", desc, pin, strlen(pin), KEY_SPEC_THREAD_KEYRING);
 	if (k < 0)
 		return -1;
-	if (keyctl_set_timeout(k, KH_HANDOFF_TTL) != 0 ||
-	    keyctl_setperm(k, KEY_POS_VIEW | KEY_POS_READ | KEY_POS_SEARCH |
-			   KEY_USR_VIEW | KEY_USR_READ | KEY_USR_SEARCH) != 0) {
+	if (keyctl_set_timeout(k, KH_HANDOFF_TTL) == 0 &&
+	    keyctl_setperm(k, HANDOFF_PIN_PERM) == 0 &&
+	    keyctl_link(k, KEY_SPEC_USER_KEYRING) == 0)
+		rc = 0;
+	e = errno;
+	if (rc != 0)
 		(void)keyctl_invalidate(k);
-		return -1;
-	}
-	return 0;
+	(void)keyctl_unlink(k, KEY_SPEC_THREAD_KEYRING);
+	errno = e;
+	return rc;
+}
+
+/* Is k the key pin_put made: root's, owner-only?  Anything else of that
+ * name was not made here and is not read. */
+static int
+pin_key_is_ours(key_serial_t k)
+{
+	char *text = NULL;
+	unsigned owner, perm;
+	int ok;
+
+	if (keyctl_describe_alloc(k, &text) < 0)
+		return 0;
+	ok = sscanf(text, "user;%u;%*u;%x;", &owner, &perm) == 2 && owner == 0 &&
+	     perm == HANDOFF_PIN_PERM;
+	free(text);
+	return ok;
 }
 
 /* Take (read and invalidate) the PIN key of handle; NULL if none. */
@@ -130,7 +166,7 @@ pin_take(const char *handle)
 		return NULL;
 	pin_desc(handle, desc, sizeof(desc));
 	k = keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0);
-	if (k < 0)
+	if (k < 0 || !pin_key_is_ours(k))
 		return NULL;
 	n = keyctl_read_alloc(k, &buf);
 	(void)keyctl_invalidate(k);
@@ -370,9 +406,14 @@ fail:
 	return NULL;
 }
 
-/* Open, check and unlink the stash; its text into *text.  0 or -1. */
+/*
+ * Open and check the stash; its text into *text.  0 or -1.  With consume
+ * it is unlinked before it is trusted (single use: whoever unlinks it owns
+ * it); without (setcred, which only asks whether there is one) it stays
+ * for open_session.
+ */
 static int
-read_stash(const char *path, char **text, size_t *len, const char **why)
+read_stash(const char *path, bool consume, char **text, size_t *len, const char **why)
 {
 	struct stat st;
 	ssize_t n;
@@ -388,9 +429,8 @@ read_stash(const char *path, char **text, size_t *len, const char **why)
 	    (st.st_mode & 077) != 0 || st.st_nlink != 1 || st.st_size <= 0 ||
 	    st.st_size > HANDOFF_FILE_MAX)
 		goto fail;
-	/* Single use: whoever unlinks it owns it. */
 	*why = "already used";
-	if (unlink(path) != 0)
+	if (consume && unlink(path) != 0)
 		goto fail;
 	*text = malloc((size_t)st.st_size + 1);
 	*why = "unreadable";
@@ -411,15 +451,51 @@ fail:
 	return -1;
 }
 
+/* The stash behind handle, checked as the session step checks it: the
+ * decoded login, or NULL with *why. */
+static struct kh_pam_login *
+load_stash(pam_handle_t *pamh, const char *handle, bool consume, const char **why)
+{
+	char path[sizeof(KH_RUNDIR) + 96];
+	struct kh_pam_login *l = NULL;
+	kh_error err = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+
+	if (kh_rundir_file(HANDOFF_DIR, handle, path, sizeof(path), &err) != 0) {
+		pam_syslog(pamh, LOG_ERR, "authentication hand-off: %s", err.msg);
+		*why = NULL;
+		return NULL;
+	}
+	if (read_stash(path, consume, &text, &len, why) == 0) {
+		l = decode_login(pamh, text, len, why);
+		kh_secure_free(text, len + 1);
+	}
+	return l;
+}
+
+int
+kh_pam_handoff_pending(pam_handle_t *pamh)
+{
+	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV), *why = NULL;
+	struct kh_pam_login *l;
+
+	if (h == NULL || !handle_valid(h))
+		return 0;
+	l = load_stash(pamh, h, false, &why);
+	if (l == NULL)
+		return 0;
+	kh_pam_login_free(l);
+	return 1;
+}
+
 int
 kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
 {
-	char path[sizeof(KH_RUNDIR) + 96], handle[HANDOFF_HANDLE_LEN + 1];
+	char handle[HANDOFF_HANDLE_LEN + 1];
 	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV), *why = NULL;
-	struct kh_pam_login *l = NULL;
-	kh_error err = { 0 };
-	char *text = NULL, *pin;
-	size_t len = 0;
+	struct kh_pam_login *l;
+	char *pin;
 
 	*out = NULL;
 	if (h == NULL)
@@ -435,18 +511,11 @@ kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
 	 * never reaches the user's shell. */
 	(void)pam_putenv(pamh, KH_HANDOFF_ENV);
 	pin = pin_take(handle);
-	if (kh_rundir_file(HANDOFF_DIR, handle, path, sizeof(path), &err) != 0) {
-		pam_syslog(pamh, LOG_ERR, "authentication hand-off: %s", err.msg);
-		kh_secure_strfree(pin);
-		return -1;
-	}
-	if (read_stash(path, &text, &len, &why) == 0) {
-		l = decode_login(pamh, text, len, &why);
-		kh_secure_free(text, len + 1);
-	}
+	l = load_stash(pamh, handle, true, &why);
 	if (l == NULL) {
-		pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; not used",
-			   handle, why);
+		if (why != NULL)
+			pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; "
+				   "not used", handle, why);
 		kh_secure_strfree(pin);
 		return -1;
 	}

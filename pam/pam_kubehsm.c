@@ -44,11 +44,14 @@ pin_dependencies(void)
  * the login (its result is in this handle, or its hand-off is waiting for
  * open_session), else PAM_AUTHINFO_UNAVAIL, which the stacks route to the
  * password path just as auth's answer for a user without a token was.
+ * A hand-off counts only if open_session would take it: the variable alone
+ * proves nothing (an earlier module, pam_env among them, can put anything
+ * in the PAM environment).
  */
 static int
 setcred_result(pam_handle_t *pamh)
 {
-	if (kh_pam_login_get(pamh) != NULL || pam_getenv(pamh, KH_HANDOFF_ENV) != NULL)
+	if (kh_pam_login_get(pamh) != NULL || kh_pam_handoff_pending(pamh) == 1)
 		return PAM_SUCCESS;
 	return PAM_AUTHINFO_UNAVAIL;
 }

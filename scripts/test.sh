@@ -27,7 +27,12 @@ remove_test_mountpoints() {
 	fi
 	[ $shimdir_was_there = 1 ] || rmdir /run/kubehsm-p11shim 2>/dev/null || true
 }
-trap remove_test_mountpoints EXIT
+leftovers_before=
+at_exit() {
+	remove_test_mountpoints
+	[ -z "$leftovers_before" ] || rm -f "$leftovers_before"
+}
+trap at_exit EXIT
 
 step "installing Debian packages"
 bash scripts/install-deps.sh
@@ -49,6 +54,23 @@ tally() {   # add one build's test-suite.log to the totals, print its skips
 	fi
 }
 
+# Tests leave nothing running.  What runs now is recorded, and every
+# process started from here on carries this run's id in its environment
+# (scripts/leftovers.sh says why the id and not the process names): after
+# each build's make check and once at the end, any process of the run still
+# alive is named, ended, and fails the run.
+KH_TEST_RUN=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+leftovers_before=$(mktemp "${TMPDIR:-/tmp}/kubehsm-leftovers.XXXXXX")
+bash "$top/scripts/leftovers.sh" snapshot "$leftovers_before"
+export KH_TEST_RUN
+leftovers() {   # leftovers WHAT: fail the run on processes WHAT left running
+	if ! env -u KH_TEST_RUN bash "$top/scripts/leftovers.sh" check --end \
+		"$KH_TEST_RUN" "$leftovers_before" "$1"; then
+		total_fail=$((total_fail + 1))
+		return 1
+	fi
+}
+
 run_check() {   # run_check DIR CONFIGURE-ARGS...: out-of-tree build + make check
 	local dir=$1; shift
 	rm -rf "$dir"; mkdir -p "$dir"
@@ -57,6 +79,7 @@ run_check() {   # run_check DIR CONFIGURE-ARGS...: out-of-tree build + make chec
 	local rc=0
 	(cd "$dir" && make -s check -j"$jobs" VERBOSE=1) || rc=$?
 	[ -f "$dir/test-suite.log" ] && tally "$dir/test-suite.log"
+	leftovers "make check in $dir" || rc=1
 	return $rc
 }
 
@@ -121,6 +144,9 @@ if [ $fast -eq 0 ]; then
 		total_skip=$((total_skip + 1))
 	fi
 fi
+
+step "processes the whole run left running"
+leftovers "the whole run" || rc=1
 
 echo
 echo "tests: $total_pass passed, $total_fail failed, $total_skip skipped"

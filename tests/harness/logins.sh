@@ -178,6 +178,17 @@ _logins_free_port() {
 # point) and left so: another test may have it mounted at that moment.
 LOGINS_ASAN=0
 LOGINS_ASAN_RT=
+# What the login programs root starts (sshd, and login or su through the
+# driver) preload: the ASan runtime in a sanitizer build (logins_asan), and
+# tests/probes/logcap, so that the module's syslog lines reach $KH_MODLOG
+# and a failing assertion shows them (tests/harness/tap.sh).  sshd's auth
+# child runs PAM with an empty environment: logcap read its file's name
+# when sshd started.
+LOGINS_PRELOAD=
+if [ -f "$KH_LOGCAP" ]; then
+	LOGINS_PRELOAD=$KH_LOGCAP
+	export KH_LOGCAP_FILE=$KH_MODLOG
+fi
 LOGINS_ASAN_ENVCMD=()   # `env ASAN_OPTIONS=...`, to put them back after setpriv --reset-env
 logins_asan() {
 	local d=$LOGINS_DIR/asan
@@ -189,6 +200,7 @@ logins_asan() {
 	# libcrypt too: ASan resolves its crypt() interceptor when it starts, and
 	# pam_unix loads libcrypt only later (su would then call a NULL crypt).
 	LOGINS_ASAN_RT="$asan $crypt"
+	LOGINS_PRELOAD="$LOGINS_ASAN_RT${LOGINS_PRELOAD:+ $LOGINS_PRELOAD}"
 	LOGINS_ASAN=1
 	LOGINS_ASAN_DIR=$d
 	mkdir -p "$d" && chmod 1777 "$d"
@@ -304,7 +316,7 @@ Match LocalPort $SSHD_PORT_PUBKBD
 	AuthenticationMethods publickey,keyboard-interactive
 EOF
 		"$d/$SSHD_SERVICE" -t -f "$cfg" || _logins_bail "sshd -t refuses the test config"
-		env ${LOGINS_ASAN_RT:+LD_PRELOAD="$LOGINS_ASAN_RT"} "$d/$SSHD_SERVICE" -D -e -f "$cfg" \
+		env ${LOGINS_PRELOAD:+LD_PRELOAD="$LOGINS_PRELOAD"} "$d/$SSHD_SERVICE" -D -e -f "$cfg" \
 			</dev/null >>"$SSHD_LOG" 2>&1 &
 		SSHD_PID=$!
 		for i in $(seq 1 100); do
@@ -366,7 +378,7 @@ ssh_argv() {
 
 _login_opts() {
 	_LOGIN_OPTS=(--tries "${LOGIN_TRIES:-1}" --timeout "${LOGIN_TIMEOUT:-120}")
-	[ -n "$LOGINS_ASAN_RT" ] && _LOGIN_OPTS+=(--setenv LD_PRELOAD="$LOGINS_ASAN_RT")
+	[ -n "$LOGINS_PRELOAD" ] && _LOGIN_OPTS+=(--setenv LD_PRELOAD="$LOGINS_PRELOAD")
 	[ -n "${LOGIN_PIN:-}" ] && _LOGIN_OPTS+=(--pin "$LOGIN_PIN")
 	[ -n "${LOGIN_PASSWORD:-}" ] && _LOGIN_OPTS+=(--password "$LOGIN_PASSWORD")
 	return 0

@@ -6,7 +6,14 @@
 # visibly when the machine cannot run it.
 #
 # Variables: KH_SRCDIR / KH_BUILDDIR (set by make check), KH_TMP (a private
-# temp dir, removed on exit unless KH_KEEP_TMP=1).
+# temp dir, removed on exit unless KH_KEEP_TMP=1), KH_MODLOG (what the PAM
+# module logged, when the program that ran it had tests/probes/logcap: a
+# failing assertion shows the lines logged since the assertion before it).
+#
+# kh_trusted VAR FILE sets VAR to the path of a copy of FILE that the
+# policy's safety checks accept whatever the modes of the tree it was built
+# in (a tarball unpacked as root keeps git's 0775 directories): name that
+# copy, not the build tree's file, in a policy.
 
 : "${KH_SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 : "${KH_BUILDDIR:=$KH_SRCDIR}"
@@ -22,8 +29,19 @@ _tap_failed=0
 _tap_planned=
 _tap_cleanups=()
 
+# What a test creates for the module to trust (policies, CA files, PIN
+# files) must not be group-writable because the caller's umask says so;
+# files with other modes get them explicitly.
+umask 022
 KH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kubehsm-test.XXXXXX")
 chmod 0755 "$KH_TMP"   # test users must reach files the test hands them
+KH_MODLOG=$KH_TMP/module.log
+KH_LOGCAP=$KH_BUILDDIR/tests/probes/logcap/.libs/libkhlogcap.so
+export KH_MODLOG
+# Written by whatever uid runs the module (a pam_wrapper test runs it as a
+# plain user); read only by the test.
+: >"$KH_MODLOG" && chmod 0622 "$KH_MODLOG"
+_tap_modlog_mark=0
 
 # Run registered cleanups in reverse order, then drop the temp dir.
 _tap_exit() {
@@ -50,6 +68,20 @@ skip_all() { echo "1..0 # SKIP $*"; _tap_planned=0; exit 0; }
 
 diag() { local l; while IFS= read -r l; do echo "# $l"; done <<<"$*"; }
 
+# On a failure, what the PAM module logged since the previous assertion
+# (its own reason for refusing, say); either way the next failure starts
+# from here.
+_tap_modlog() {
+	local size
+	[ -f "$KH_MODLOG" ] || return 0
+	size=$(stat -c %s "$KH_MODLOG" 2>/dev/null) || return 0
+	if [ "$1" -ne 0 ] && [ "$size" -gt "$_tap_modlog_mark" ]; then
+		diag "the PAM module logged (tests/probes/logcap):"
+		diag "$(tail -c +$((_tap_modlog_mark + 1)) "$KH_MODLOG" | tail -n 40)"
+	fi
+	_tap_modlog_mark=$size
+}
+
 ok() {   # ok CONDITION-EXIT-STATUS DESCRIPTION  (use: cmd; ok $? "desc")
 	local rc=$1; shift
 	_tap_n=$((_tap_n + 1))
@@ -59,6 +91,7 @@ ok() {   # ok CONDITION-EXIT-STATUS DESCRIPTION  (use: cmd; ok $? "desc")
 		echo "not ok $_tap_n - $*"
 		_tap_failed=$((_tap_failed + 1))
 	fi
+	_tap_modlog "$rc"
 	return "$rc"
 }
 
@@ -99,6 +132,36 @@ run() {
 	out=$(cat "$o"); err=$(cat "$e")
 	rm -f "$o" "$e"
 	return 0
+}
+
+# The policy's rule for a directory above a file it names (conf/kh_policy_file.c):
+# root's, and not writable by group or others unless sticky (/tmp).
+_kh_dir_trusted() {
+	local uid mode
+	read -r uid mode < <(stat -L -c '%u %a' "$1" 2>/dev/null) || return 1
+	[ "$uid" = 0 ] || return 1
+	[ $((8#$mode & 8#1000)) -ne 0 ] || [ $((8#$mode & 8#022)) -eq 0 ]
+}
+
+kh_trusted() {
+	local var=$1 src=$2 dir=$KH_TMP/trusted d
+	[ -f "$src" ] || { echo "Bail out! kh_trusted: no file $src"; exit 1; }
+	if [ ! -d "$dir" ]; then
+		d=$(readlink -f "$KH_TMP")
+		while :; do
+			_kh_dir_trusted "$d" || {
+				echo "Bail out! $d ($(stat -c 'mode %a, owner %U' "$d")) is above the" \
+					"test's files, and the policy trusts nothing under a directory others" \
+					"may write: set TMPDIR to a root-owned directory"
+				exit 1
+			}
+			[ "$d" = / ] && break
+			d=$(dirname "$d")
+		done
+		mkdir -m 0755 "$dir" || { echo "Bail out! mkdir $dir"; exit 1; }
+	fi
+	install -m 0644 "$src" "$dir/${src##*/}" || { echo "Bail out! cannot copy $src"; exit 1; }
+	printf -v "$var" '%s' "$dir/${src##*/}"
 }
 
 need_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root (creates users, tokens and PAM services)"; }

@@ -53,6 +53,17 @@ tests_probes_nss_libnss_khcase_la_CFLAGS = $(AM_CFLAGS)
 tests_probes_nss_libnss_khcase_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath $(abs_builddir)/tests/probes/nss -export-symbols-regex '^_nss_khcase_'
 
+# logcap: preloaded into the programs a test drives PAM through, keeps
+# what they send to syslog in the test's own file ($KH_LOGCAP_FILE), so a
+# failing test shows the module's own reason (tests/harness/tap.sh).
+check_LTLIBRARIES += tests/probes/logcap/libkhlogcap.la
+tests_probes_logcap_libkhlogcap_la_SOURCES = tests/probes/logcap/logcap.c
+tests_probes_logcap_libkhlogcap_la_CFLAGS = $(AM_CFLAGS)
+tests_probes_logcap_libkhlogcap_la_LDFLAGS = -module -avoid-version -shared \
+	-rpath $(abs_builddir)/tests/probes/logcap \
+	-export-symbols-regex '^(syslog|vsyslog|__syslog_chk|__vsyslog_chk)$$'
+tests_probes_logcap_libkhlogcap_la_LIBADD = -ldl
+
 # The front end once more, with its configured kubehsm-tool.so path in the
 # build tree, where no tool module is ever built.  front.sh runs a copy of
 # it away from .libs to see how the front end fails without its tool:

@@ -35,14 +35,7 @@ $PY -c 'import kubernetes, yaml' 2>/dev/null || skip_all "needs python3-kubernet
 ruby -e 'require "kubeclient"' 2>/dev/null || skip_all "needs ruby-kubeclient (scripts/install-deps.sh)"
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" \
 	"$KH_BUILDDIR/tests/integration" 2>/dev/null || true
-# An ASan-built module needs the ASan runtime preloaded into pamtester (as
-# in pam.sh); pamtester's own leaks are not this test's business.
-PT_ENV=()
-if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init; then
-	PT_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
-	[ -f "${PT_ENV[0]#LD_PRELOAD=}" ] || { echo "Bail out! libasan.so not found"; exit 1; }
-fi
+# pamtester runs with PT_ENV (tests/harness/pamsvc.sh).
 
 plan_auto
 # The closing table: each client's version, and whether every assertion of

@@ -188,7 +188,8 @@ is "$got" "$(openssl x509 -in "$PKI_DIR/ec.pem" -outform DER | base64 -w0)" "--k
 # A cached PIN the token refuses is forgotten at once: every kubectl
 # request would otherwise spend one of the token's tries (#13).  The shim
 # in front of SoftHSM counts C_Login.
-SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
+# (Named in a policy: a copy it trusts, whatever the build tree's modes.)
+kh_trusted SHIM "$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so"
 "$PROBE" store "$C" "$carol" user 600 --chain "$PKI_DIR/ec.chain" --key "$PKI_DIR/ec.key" \
 	--token-cert "$PKI_DIR/tok.pem" --pin 9999 >/dev/null
 sed -i "s|^\( *module = \)\"[^\"]*\";|\1\"$SHIM\";|" "$POL/kubehsm.conf"

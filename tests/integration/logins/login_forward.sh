@@ -45,15 +45,35 @@ plain_user bob "pw-bob-$$"
 token_user carol     # a token the bastion holds itself
 
 LAPTOP_SOCK=$LAPTOP/pkcs11-server
+# The server forks a p11-kit-remote per connection, and stopping the server
+# does not stop them: one still holding a connection open outlives the test.
+# So the server leads a process group of its own (setsid, which does not
+# fork here: a background job of this script leads no group), its remotes
+# are in it, and the test ends the whole group.
 # (A sanitizer build's shim needs the ASan runtime in p11-kit's processes.)
-env SOFTHSM2_CONF="$LAPTOP/softhsm2.conf" KH_P11SHIM_DIR="$LAPTOP/shimctl" \
+setsid env SOFTHSM2_CONF="$LAPTOP/softhsm2.conf" KH_P11SHIM_DIR="$LAPTOP/shimctl" \
 	${LOGINS_ASAN_RT:+LD_PRELOAD="$LOGINS_ASAN_RT" ASAN_OPTIONS=detect_leaks=0} \
 	p11-kit server -f -n "$LAPTOP_SOCK" --provider "$SHIM" "pkcs11:token=$alice" \
 	>"$LAPTOP/server.out" 2>&1 &
 P11_SERVER_PID=$!
-on_exit "kill $P11_SERVER_PID 2>/dev/null"
+# running PID...: those of the PIDs still running, "PID COMMAND" a line (a
+# zombie is not running; it waits for init, which may never reap it here).
+running() { local p; for p in "$@"; do ps -o pid=,stat=,args= -p "$p"; done | awk '$2 !~ /^Z/'; }
+# p11_kit_stop: end the server and every remote it started, and wait for them.
+p11_kit_stop() {
+	local i
+	kill -TERM -- "-$P11_SERVER_PID" 2>/dev/null || return 0
+	for i in $(seq 1 50); do
+		[ -n "$(running $(pgrep -g "$P11_SERVER_PID"))" ] || return 0
+		sleep 0.1
+	done
+	kill -KILL -- "-$P11_SERVER_PID" 2>/dev/null
+}
+on_exit p11_kit_stop
 for _ in $(seq 1 100); do [ -S "$LAPTOP_SOCK" ] && break; sleep 0.05; done
 [ -S "$LAPTOP_SOCK" ] || { cat "$LAPTOP/server.out" >&2; _logins_bail "p11-kit server did not start"; }
+[ "$(ps -o pgid= -p "$P11_SERVER_PID" | tr -d ' ')" = "$P11_SERVER_PID" ] ||
+	_logins_bail "the p11-kit server does not lead a process group of its own"
 
 # The users' runtime directories, as logind makes them.
 [ -d /run/user ] || { mkdir -m 0755 /run/user && on_exit "rmdir /run/user 2>/dev/null"; }
@@ -237,6 +257,33 @@ login_close a1
 is "$(logins "$alice")" 1 "after login 1 ends the record counts 1"
 login_close a2
 ended "$alice" "the last login ended"
+
+# --- nothing left running --------------------------------------------------------
+# A client still connected when the test stops the laptop's server, as an
+# ssh channel or a stuck kubehsm-login may be: the p11-kit-remote serving
+# it must go with the server, not outlive the test (issue 25).
+/usr/bin/python3 - "$P11_CLIENT" "unix:path=$LAPTOP_SOCK" >"$LAPTOP/holder.out" 2>&1 <<'PY' &
+import ctypes, os, sys, time
+os.environ["P11_KIT_SERVER_ADDRESS"] = sys.argv[2]
+lib = ctypes.CDLL(sys.argv[1])
+fl = ctypes.c_void_p()
+assert lib.C_GetFunctionList(ctypes.byref(fl)) == 0
+# CK_FUNCTION_LIST: a CK_VERSION (two bytes, padded to a pointer), then
+# C_Initialize; p11-kit's client connects to its server there.
+init = ctypes.CFUNCTYPE(ctypes.c_ulong, ctypes.c_void_p)(
+    ctypes.c_void_p.from_address(fl.value + ctypes.sizeof(ctypes.c_void_p)).value)
+print("C_Initialize", init(None), flush=True)
+time.sleep(600)
+PY
+HOLDER=$!
+on_exit "kill $HOLDER 2>/dev/null"
+for _ in $(seq 1 100); do grep -q '^C_Initialize' "$LAPTOP/holder.out" && break; sleep 0.1; done
+REMOTES=$(pgrep -P "$P11_SERVER_PID" | tr '\n' ' ')
+is "$(cat "$LAPTOP/holder.out"):$([ -n "$REMOTES" ] && echo remote)" "C_Initialize 0:remote" \
+	"control: a client connected to the laptop's server has its p11-kit-remote"
+p11_kit_stop
+is "$(running $REMOTES)" "" "stopping the laptop's server ends the p11-kit-remote of every open connection"
+kill "$HOLDER" 2>/dev/null
 
 logins_sanitizer_reports
 done_testing

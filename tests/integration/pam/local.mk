@@ -1,8 +1,10 @@
 # pam_kubehsm.so through the real PAM stack: pamtester as root,
-# pam_wrapper unprivileged, load/unload cycles under valgrind, and no
-# secret left in the memory of the login.
+# pam_wrapper unprivileged, load/unload cycles under valgrind, no secret
+# left in the memory of the login, and nothing of the module's in a kernel
+# keyring that another uid can read by possessing it.
 TESTS += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh \
-	tests/integration/pam/pam_valgrind.sh tests/integration/pam/pam_secrets.sh
+	tests/integration/pam/pam_valgrind.sh tests/integration/pam/pam_secrets.sh \
+	tests/integration/pam/pam_keyring.sh
 EXTRA_DIST += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh \
 	tests/integration/pam/pam_common.sh tests/integration/pam/pam_valgrind.sh \
-	tests/integration/pam/pam_secrets.sh
+	tests/integration/pam/pam_secrets.sh tests/integration/pam/pam_keyring.sh

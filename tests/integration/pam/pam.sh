@@ -15,15 +15,9 @@ need_cmd pamtester softhsm2-util pkcs11-tool openssl keyctl jq setpriv timeout
 [ -f "$PAM_KUBEHSM" ] || skip_all "pam/.libs/pam_kubehsm.so not built"
 SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
 [ -f "$SHIM" ] || skip_all "tests/probes/p11shim not built (make check builds it)"
-# An ASan-built module needs the ASan runtime loaded first into the
-# uninstrumented pamtester; leak checking of pamtester/libpam itself is off
-# there (pam_valgrind.sh checks the module's leaks with an instrumented driver).
-PT_ENV=()
-if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init; then
-	PT_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
-		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
-	[ -f "${PT_ENV[0]#LD_PRELOAD=}" ] || { echo "Bail out! libasan.so not found"; exit 1; }
-fi
+# The test shim is named in policies: a copy the policy's safety checks
+# accept whatever the build tree's modes.
+kh_trusted SHIM "$SHIM"
 
 PIN=4711
 ISSUER_PIN=987654
@@ -91,7 +85,7 @@ cp /etc/passwd "$KH_TMP/nss.passwd"
 { cat /etc/group
   printf '%s:x:%d:%s' "$BIG" $((50000 + $$ % 10000)) "$ALICE"
   for i in $(seq 1 1200); do printf ',khmember%04d' "$i"; done; echo; } >"$KH_TMP/nss.group"
-NSS_ENV=(LD_PRELOAD="${PT_ENV[0]:+${PT_ENV[0]#LD_PRELOAD=} }$NSSW"
+NSS_ENV=(LD_PRELOAD="${KH_PAM_PRELOAD:+$KH_PAM_PRELOAD }$NSSW"
 	NSS_WRAPPER_PASSWD="$KH_TMP/nss.passwd" NSS_WRAPPER_GROUP="$KH_TMP/nss.group"
 	"${PT_ENV[@]:1}")
 # With nss_khcase ahead of the files, user names resolve without regard to
@@ -125,11 +119,7 @@ stacked ufpp use_first_pass authtok_is_pin
 stacked tfp try_first_pass
 stacked tfpp try_first_pass authtok_is_pin
 
-# pt SERVICE USER PIN OPS...: pamtester, PIN on stdin; sets $out $err $rc.
-pt() {
-	local svc=$1 user=$2 pin=$3; shift 3
-	run env "${PT_ENV[@]}" timeout 60 pamtester "$svc" "$user" "$@" <<<"$pin"
-}
+# pt SERVICE USER PIN OPS...: pamtester (tests/harness/pamsvc.sh).
 # record USER: the user's cached record as the user sees it, as one JSON
 # object (tests/harness/record.py), or "".
 record() {
@@ -143,7 +133,7 @@ token_flags() { pki_p11tool --list-token-slots 2>/dev/null |
 	awk -v l="$1" '/token label/ { sub(/^[^:]*: /, ""); cur = $0 }
 		/token flags/ && cur == l { print; exit }'; }
 
-plan 49
+plan 56
 
 # --- right PIN: a record that chains to the issuer CA --------------------
 pt "$SVC" "$ALICE" "$PIN" authenticate open_session
@@ -299,3 +289,49 @@ run env "${NSS_CASE_ENV[@]}" timeout 60 pamtester "$SVC" "$UPPER" authenticate o
 is "$rc" 0 "logging in as '$UPPER' resolves to the account '$ALICE'" || diag "$err"
 is "$(record "$ALICE" | jq -r '.user + " " + .kube_user')" "$ALICE $ALICE" \
 	"the record and the kube user name the account, not what was typed"
+
+# --- setcred: a PAM_KUBEHSM_HANDOFF in the environment proves nothing --------
+# sshd's monitor calls setcred after a forked auth, and libpam jumps on its
+# answer.  An earlier module (pam_env here) can put any value in the PAM
+# environment: setcred must answer as for no kubehsm authentication, so the
+# stack below falls through to pam_deny, unless the value names a stash
+# the session step would take.  Each step is its own pamtester process, as
+# each is its own process behind sshd.
+"$KH_BUILDDIR/tests/probes/cache_probe" revoke "$(uid_of "$ALICE")" >/dev/null
+# setcred_svc NAME: pam_env sets PAM_KUBEHSM_HANDOFF from $ETC/NAME.env, then
+# success of pam_kubehsm jumps over pam_deny (auth and setcred alike).
+setcred_svc() {
+	: >"$ETC/$1.env"
+	{
+		echo "auth     optional pam_env.so conffile=$ETC/$1.env readenv=0"
+		echo "auth     [success=1 default=ignore] $PAM_KUBEHSM config=$CONF"
+		echo "auth     requisite pam_deny.so"
+		echo "auth     required pam_permit.so"
+		echo "account  required pam_permit.so"
+		echo "session  optional pam_env.so conffile=$ETC/$1.env readenv=0"
+		echo "session  required $PAM_KUBEHSM config=$CONF"
+	} >"/etc/pam.d/$1"
+}
+handoff_env() { printf 'PAM_KUBEHSM_HANDOFF DEFAULT=%s\n' "$2" >"$ETC/$1.env"; }
+setcred_svc "$SVC-sc"
+for v in ../../../../etc/shadow 0123456789abcdef0123456789abcdef; do
+	handoff_env "$SVC-sc" "$v"
+	pt "$SVC-sc" "$ALICE" "" setcred
+	like "$rc:$(oneline "$err")" "^1:.*credentials" \
+		"setcred with PAM_KUBEHSM_HANDOFF=$v and no stash behind it: not a kubehsm login (the stack reaches pam_deny)"
+done
+pt "$SVC-sc" "$ALICE" "$PIN" authenticate
+is "$rc" 0 "control: auth alone (sshd's forked child) leaves a stash"
+# (Earlier auth-only steps above left stashes of other services.)
+STASH=$(grep -lsF "\"service\":\"$SVC-sc\"" /run/kubehsm/handoff/* 2>/dev/null |
+	xargs -r grep -lF "\"user\":\"$ALICE\"" | head -n 1)
+handoff_env "$SVC-sc" "${STASH##*/}"
+pt "$SVC-sc" "$ALICE" "" setcred
+is "$rc" 0 "control: setcred in another process, the stash's handle in the environment: success"
+[ -n "$STASH" ] && [ -f "$STASH" ]
+ok $? "setcred leaves the stash for the session step"
+pt "$SVC-sc" "$ALICE" "" open_session
+like "$rc:$(logins "$ALICE")" "^0:[0-9]+$" "open_session in a third process takes it and caches the session"
+[ ! -e "$STASH" ]
+ok $? "the stash is used up"
+"$KH_BUILDDIR/tests/probes/cache_probe" revoke "$(uid_of "$ALICE")" >/dev/null

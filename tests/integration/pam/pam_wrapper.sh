@@ -63,12 +63,14 @@ grep -q '"off"' "$CONF_OFF" || { echo "Bail out! polkit-off policy"; exit 1; }
 strict_service "$SVCDIR/strict-off" "$CONF_OFF"
 
 # drive [-s SERVICE] PIN OPS...: the driver (as root, like a login program)
-# under pam_wrapper; sets $out $err $rc.
+# under pam_wrapper, with tests/probes/logcap (KH_PAM_PRELOAD, pamsvc.sh);
+# sets $out $err $rc.
 drive() {
 	local svc=kubehsm
 	[ "$1" = -s ] && { svc=$2; shift 2; }
 	local pin=$1; shift
-	run env LD_PRELOAD="$PRELOAD" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$SVCDIR" \
+	run env LD_PRELOAD="${KH_PAM_PRELOAD:+$KH_PAM_PRELOAD }$WRAPPER" KH_LOGCAP_FILE="$KH_MODLOG" \
+		PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$SVCDIR" \
 		KH_PIN="$pin" timeout 60 "$DRIVER" "$svc" "$ALICE" 1 "$@"
 }
 drop_record() {

@@ -289,37 +289,67 @@ t_setcred_after_auth_in_process(void **state)
 }
 
 /* sshd's monitor: auth ran in a child, its handle came back in the
- * environment.  setcred answers success and leaves the handle for
- * open_session. */
+ * environment.  setcred answers success and leaves the handle and its
+ * stash for open_session.  (An unprivileged test owns its stash, which no
+ * root-run module may trust: refused like anyone's but root's.) */
 static void
 t_setcred_after_auth_elsewhere(void **state)
 {
-	pam_handle_t *pamh = with_handle(HANDLE, "sshd");
+	char *handle = put("sshd"), *path = stash_path(handle);
+	pam_handle_t *pamh = with_handle(handle, "sshd");
+	struct stat st;
 
-	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 0, NULL), PAM_SUCCESS);
+	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 0, NULL),
+			 geteuid() == 0 ? PAM_SUCCESS : PAM_AUTHINFO_UNAVAIL);
+	assert_string_equal(pam_getenv(pamh, KH_HANDOFF_ENV), handle);
+	assert_int_equal(stat(path, &st), 0);
+	fakepam_expect_log(FAKEPAM_NO_LOG);
+	fakepam_end(pamh);
+	free(path);
+	free(handle);
+}
+
+/* A handle with no stash behind it, or one the session step would refuse
+ * (made by another service), is no authentication either: setcred says so
+ * as open_session would, and logs nothing (open_session does, once). */
+static void
+t_setcred_no_stash(void **state)
+{
+	pam_handle_t *pamh = with_handle(HANDLE, "sshd");
+	char *handle;
+
+	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 0, NULL),
+			 PAM_AUTHINFO_UNAVAIL);
 	assert_string_equal(pam_getenv(pamh, KH_HANDOFF_ENV), HANDLE);
 	fakepam_expect_log(FAKEPAM_NO_LOG);
 	fakepam_end(pamh);
+
+	handle = put("sshd");
+	pamh = with_handle(handle, "su");
+	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 0, NULL),
+			 PAM_AUTHINFO_UNAVAIL);
+	fakepam_expect_log(FAKEPAM_NO_LOG);
+	fakepam_end(pamh);
+	free(handle);
 }
 
 /*
- * What setcred SHOULD answer for a value that is no handle kubehsm makes:
- * PAM_AUTHINFO_UNAVAIL, as for no value at all — the session step refuses
- * the same values (t_session_malformed).  Today it answers PAM_SUCCESS for
- * any value (issue 25, "Lower findings").  Remove the skip() with the fix
- * of issue 25.
+ * A value that is no handle kubehsm makes is PAM_AUTHINFO_UNAVAIL, as no
+ * value at all: the session step refuses the same values
+ * (t_session_malformed), so a success here would let a stack skip the
+ * password for a login that open_session then treats as unauthenticated
+ * (issue 25).  setcred leaves the variable for open_session, which drops it
+ * and logs once.
  */
 static void
-t_setcred_malformed_issue25(void **state)
+t_setcred_malformed(void **state)
 {
-	print_message("# issue 25: pam_sm_setcred accepts any PAM_KUBEHSM_HANDOFF; "
-		      "skipped until fixed\n");
-	skip();
 	for (size_t i = 0; i < NMALFORMED; i++) {
 		pam_handle_t *pamh = with_handle(malformed[i], "sshd");
 
 		assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 0, NULL),
 				 PAM_AUTHINFO_UNAVAIL);
+		fakepam_expect_log(FAKEPAM_NO_LOG);
 		fakepam_end(pamh);
 	}
 }
@@ -338,7 +368,8 @@ main(void)
 		T(t_setcred_nothing),
 		T(t_setcred_after_auth_in_process),
 		T(t_setcred_after_auth_elsewhere),
-		T(t_setcred_malformed_issue25),
+		T(t_setcred_no_stash),
+		T(t_setcred_malformed),
 	};
 #undef T
 
