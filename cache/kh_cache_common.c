@@ -83,7 +83,7 @@ kh_cache_desc_issuer(const char *desc, const char *kind)
 {
 	char prefix[32];
 	size_t n;
-	int len = snprintf(prefix, sizeof(prefix), "kubehsm:%s:v%d", kind, KH_RECORD_VERSION);
+	int len = snprintf(prefix, sizeof(prefix), "kubehsm:%s:v%d", kind, KH_RECORD_DESC_VERSION);
 
 	if (len < 0 || (size_t)len >= sizeof(prefix))
 		return NULL;

@@ -358,3 +358,177 @@ out:
 	json_decref(key);
 	return rc;
 }
+
+/* ================================================== the pre-rendered answer */
+
+static const char kh_answer_head[] =
+	"{\"kind\":\"ExecCredential\",\"status\":{\"expirationTimestamp\":\"";
+static const char kh_answer_cert[] = "\",\"clientCertificateData\":\"";
+static const char kh_answer_key[] = "\",\"clientKeyData\":\"";
+static const char kh_answer_tail[] = "\"}}\n";
+
+#define KH_LIT_LEN(s) (sizeof(s) - 1)
+
+const char *
+kh_exec_answer_prefix(enum kh_exec_api api)
+{
+	switch (api) {
+	case KH_EXEC_API_V1:      return "{\"apiVersion\":\"" KH_EXEC_GROUP "/v1\",";
+	case KH_EXEC_API_V1BETA1: return "{\"apiVersion\":\"" KH_EXEC_GROUP "/v1beta1\",";
+	case KH_EXEC_API_NONE:    break;
+	}
+	return NULL;
+}
+
+/* The bytes of PEM text that need no JSON escape: base64, the armour's
+ * dashes and spaces.  The newline is the one escaped byte (\n). */
+static bool
+kh_pem_plain_byte(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '+' || c == '/' || c == '=' || c == '-' || c == ' ';
+}
+
+/*
+ * One escaped PEM text from *p up to its closing quote (excluded), which
+ * must come before end.  Advances *p to the quote.  false if a byte outside
+ * the alphabet (a quote included) or an escape other than \n comes first.
+ */
+static bool
+kh_skip_pem_text(const char **p, const char *end)
+{
+	const char *s = *p;
+
+	if ((size_t)(end - s) < 11 || memcmp(s, "-----BEGIN ", 11) != 0)
+		return false;
+	while (s < end) {
+		unsigned char c = (unsigned char)*s;
+
+		if (kh_pem_plain_byte(c)) {
+			s++;
+		} else if (c == '\\') {
+			if (end - s < 2 || s[1] != 'n')
+				return false;
+			s += 2;
+		} else if (c == '"') {
+			*p = s;
+			return true;
+		} else {
+			return false;
+		}
+	}
+	return false;
+}
+
+/* Match a literal at *p and advance past it. */
+static bool
+kh_skip_lit(const char **p, const char *end, const char *lit, size_t n)
+{
+	if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+		return false;
+	*p += n;
+	return true;
+}
+
+int
+kh_exec_answer_check(const char *ans, size_t len, time_t expiry, kh_error *err)
+{
+	const char *p = ans, *end = ans + len;
+	char stamp[32];
+
+	if (ans == NULL || kh_format_rfc3339(expiry, stamp, sizeof(stamp), NULL) != 0 ||
+	    !kh_skip_lit(&p, end, kh_answer_head, KH_LIT_LEN(kh_answer_head)) ||
+	    !kh_skip_lit(&p, end, stamp, strlen(stamp)) ||
+	    !kh_skip_lit(&p, end, kh_answer_cert, KH_LIT_LEN(kh_answer_cert)) ||
+	    !kh_skip_pem_text(&p, end) ||
+	    !kh_skip_lit(&p, end, kh_answer_key, KH_LIT_LEN(kh_answer_key)) ||
+	    !kh_skip_pem_text(&p, end) ||
+	    !kh_skip_lit(&p, end, kh_answer_tail, KH_LIT_LEN(kh_answer_tail)) || p != end)
+		return kh_fail(err, KH_ERR_REFUSED,
+		               "the pre-rendered ExecCredential is not what kubehsm writes for this session");
+	return 0;
+}
+
+int
+kh_exec_answer_render(time_t expiry, const char *cert_pem, const char *key_pem,
+                      char **out, size_t *out_len, kh_error *err)
+{
+	char stamp[32];
+	json_t *root = NULL, *key = NULL, *status;
+	int rc = -1;
+
+	if (out == NULL || out_len == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "kh_exec_answer_render: missing argument");
+	*out = NULL;
+	*out_len = 0;
+	if (cert_pem == NULL || cert_pem[0] == '\0' || key_pem == NULL || key_pem[0] == '\0')
+		return kh_fail(err, KH_ERR_INPUT, "the session has no certificate or key");
+	if (kh_format_rfc3339(expiry, stamp, sizeof(stamp), err) < 0)
+		return -1;
+	/* As in kh_exec_response_encode: our reference to the key string lets
+	 * its buffer be wiped once the tree is gone. */
+	key = json_string(key_pem);
+	if (key == NULL)
+		return kh_fail(err, KH_ERR_INPUT, "the session key is not valid text");
+	status = kh_exec_status(stamp, cert_pem, key, err);
+	if (status == NULL)
+		goto out;
+	root = json_object();
+	if (root == NULL ||
+	    json_object_set_new(root, "kind", json_string("ExecCredential")) != 0 ||
+	    json_object_set_new(root, "status", status) != 0) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	rc = kh_json_dump_line(root, out, out_len, err);
+	/* The reader serves only this exact shape: a chain or key that is not
+	 * plain PEM fails here, at login, and not on every kubectl run. */
+	if (rc == 0 && kh_exec_answer_check(*out, *out_len, expiry, NULL) != 0) {
+		kh_secure_free(*out, *out_len + 1);
+		*out = NULL;
+		*out_len = 0;
+		rc = kh_fail(err, KH_ERR_INPUT, "the session certificate chain or key is not "
+		             "plain PEM text");
+	}
+out:
+	json_decref(root);
+	kh_json_wipe_string(key);
+	json_decref(key);
+	return rc;
+}
+
+int
+kh_exec_answer_pems(const char *ans, size_t len, char **cert_pem, char **key_pem,
+                    kh_error *err)
+{
+	json_t *root, *status, *cert, *key;
+	json_error_t jerr;
+	int rc = -1;
+
+	*cert_pem = NULL;
+	*key_pem = NULL;
+	root = json_loadb(ans, len, JSON_REJECT_DUPLICATES, &jerr);
+	status = json_object_get(root, "status");
+	cert = json_object_get(status, "clientCertificateData");
+	key = json_object_get(status, "clientKeyData");
+	if (!json_is_object(root) || json_object_size(root) != 2 ||
+	    json_object_size(status) != 3 || !json_is_string(cert) || !json_is_string(key)) {
+		kh_fail(err, KH_ERR_REFUSED, "the pre-rendered ExecCredential is malformed");
+		goto out;
+	}
+	*cert_pem = strndup(json_string_value(cert), json_string_length(cert));
+	*key_pem = strndup(json_string_value(key), json_string_length(key));
+	if (*cert_pem == NULL || *key_pem == NULL) {
+		free(*cert_pem);
+		kh_secure_strfree(*key_pem);
+		*cert_pem = NULL;
+		*key_pem = NULL;
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	kh_json_wipe_string(key);
+	json_decref(root);
+	return rc;
+}

@@ -130,15 +130,20 @@ like "$out" "^miss revoked" "and it is gone for all her processes"
 # To a file, not $(...): the record ends in a newline that must stay.
 as_user "$alice" sh -c 'keyctl pipe $(keyctl search @u user kubehsm:session:v1)' >"$KH_TMP/good.json"
 sed "1s/\"uid\":$A/\"uid\":$B/" "$KH_TMP/good.json" >"$KH_TMP/other-uid.json"
-sed '1s/"v":1/"v":2/' "$KH_TMP/good.json" >"$KH_TMP/v2.json"
+sed '1s/"v":2/"v":3/' "$KH_TMP/good.json" >"$KH_TMP/v3.json"
+sed '1s/"v":2/"v":1/' "$KH_TMP/good.json" >"$KH_TMP/v1.json"
 head -c 300 "$KH_TMP/good.json" >"$KH_TMP/truncated.json"
 forge() { "$PROBE" forge "$@" >/dev/null; }
 forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/other-uid.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*uid $B" "a record naming another uid is refused"
-forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v2.json"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v3.json"
 run as_user "$alice" "$PROBE" find
-like "$out" "^miss refused.*version 2" "a record of an unknown version is refused"
+like "$out" "^miss refused.*version 3" "a record of an unknown version is refused"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v1.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*version 1 .*log in again" \
+	"a record of the version before the pre-rendered answer is refused: log in again"
 forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/truncated.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*malformed" "a truncated record is refused"

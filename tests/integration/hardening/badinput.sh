@@ -279,7 +279,7 @@ run as_user "$bob" env KUBERNETES_EXEC_INFO="$GOOD" "$KUBEHSM" exec
 like "$out" '"kind":"ExecCredential"' "control: bob's unforged record is served" || diag "$err"
 forge_payload() {   # forge_payload NAME PERM PYTHON-EXPR-ON-r [OWNER]
 	local name=$1 perm=$2 expr=$3 owner=${4:-$B}
-	python3 - "$KH_TMP/bob.json" "$KH_TMP/forged.json" "$expr" "$KH_SRCDIR/tests/lib" <<'PY' || { fail "record: $name: python"; return 1; }
+	python3 - "$KH_TMP/bob.json" "$KH_TMP/forged.json" "$expr" "$KH_SRCDIR/tests/harness" <<'PY' || { fail "record: $name: python"; return 1; }
 import json, sys, time
 sys.path.insert(0, sys.argv[4])
 import record
@@ -307,7 +307,8 @@ forge_case "uid 2^32" $RO "r['uid'] = 2**32 + $B"
 forge_case "expired (expires in the past)" $RO "r['created'] = now - 7200; r['expires'] = now - 60"
 forge_case "expires before created" $RO "r['expires'] = r['created'] - 1"
 forge_case "expires 2^63 (overflow)" $RO "r['expires'] = 2**63"
-forge_case "version 2" $RO "r['v'] = 2"
+forge_case "version 3" $RO "r['v'] = 3"
+forge_case "version 1 (before the pre-rendered answer)" $RO "r['v'] = 1"
 forge_case "kind of another record" $RO "r['kind'] = 'other'"
 forge_case "scope unknown" $RO "r['scope'] = 'galaxy'"
 forge_case "65 groups (over the cap)" $RO "r['groups'] = ['g%d' % i for i in range(65)]"
@@ -320,11 +321,15 @@ forge_case "logins negative" $RO "r['logins'] = -1"
 forge_case "user with a newline" $RO "r['user'] = 'bob\\nroot'"
 forge_case "duplicate uid (raw JSON)" $RO "h, b = record.dump(r).split('\n', 1); r = h[:-1] + ',\"uid\":$B}\n' + b"
 forge_case "trailing data after the header" $RO "h, b = record.dump(r).split('\n', 1); r = h + ' {}\n' + b"
-forge_case "trailing data after the PEM texts" $RO "r = record.dump(r) + ' {}'"
+forge_case "trailing data after the parts" $RO "r = record.dump(r) + ' {}'"
 forge_case "no header line (all JSON)" $RO "r = json.dumps(r)"
-forge_case "chain one byte longer than said" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"chain\":', '\"chain\":1', 1) + '\n' + b"
+forge_case "exec part longer than said" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"exec\":', '\"exec\":1', 1) + '\n' + b"
+forge_case "exec part and chain both present" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"chain\":0', '\"chain\":1', 1) + '\n' + b"
+forge_case "exec part for another expiry" $RO "r2 = dict(r); r2['expires'] += 60; e = record.dump(r2).split('\n', 1)[1]; h = record.dump(r).split('\n', 1)[0]; r = h + '\n' + e"
+forge_case "exec part with a quote in the key" $RO "h, b = record.dump(r).split('\n', 1); i = b.index('PRIVATE KEY-----') + 20; r = h + '\n' + b[:i] + '\"' + b[i + 1:]"
+forge_case "exec part with an apiVersion of its own" $RO "h, b = record.dump(r).split('\n', 1); n = json.loads(h)['parts']['exec']; ins = '\"apiVersion\":\"x\",'; h = h.replace('\"exec\":%d' % n, '\"exec\":%d' % (n + len(ins)), 1); r = h + '\n' + b[:1] + ins + b[1:]"
 forge_case "token certificate cut short" $RO "h, b = record.dump(r).split('\n', 1); r = h + '\n' + b[:-1]"
-forge_case "PEM length negative" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"key\":', '\"key\":-', 1) + '\n' + b"
+forge_case "part length negative" $RO "h, b = record.dump(r).split('\n', 1); r = h.replace('\"exec\":', '\"exec\":-', 1) + '\n' + b"
 forge_case "record over 6 KiB" $RO "r['token_uri'] = 'pkcs11:' + 'x' * 7000"
 forge_case "valid record writable by bob" 3f3f0000 'pass'
 forge_case "valid record owned by root, readable through perms" 3f3f3f3f 'pass' 0

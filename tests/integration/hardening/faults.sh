@@ -198,7 +198,7 @@ python3 -c 'import sys, time
 sys.path.insert(0, sys.argv[2]); import record
 r = record.load(open(sys.argv[1]).read()); now = int(time.time())
 r["created"] = now - 60; r["expires"] = now + 3
-print(record.dump(r), end="")' "$KH_TMP/payload" "$KH_SRCDIR/tests/lib" >"$KH_TMP/soon.json"
+print(record.dump(r), end="")' "$KH_TMP/payload" "$KH_SRCDIR/tests/harness" >"$KH_TMP/soon.json"
 "$PROBE" forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/soon.json" >/dev/null
 INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}'
 run as_user "$ALICE" env KUBERNETES_EXEC_INFO="$INFO" "$KUBEHSM" exec
