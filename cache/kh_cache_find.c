@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,11 +210,9 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
 }
 
 /*
- * The kernel keeps a uid's keys after the account is deleted, so a uid
- * handed to a new account can find the old holder's record, still valid
- * and naming the old holder.  The record carries the user name it was
- * issued to: it must be the caller's account name, or kubectl would act as
- * the old holder by accident.
+ * The account check (see kh_cache.h): a record names the account it was
+ * issued to, which must be the caller's, or kubectl would act as the old
+ * holder of a reused uid by accident.
  *
  * This guards against accidents, not against the new holder: the record is
  * readable by its uid, so whoever holds the uid can read it with keyctl
@@ -224,32 +221,27 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
  * from the account database, is as good a witness as the database itself:
  * when it names the record's user the names agree, and exec does not pay
  * for an NSS lookup (nsswitch.conf, nscd probes, /etc/passwd or a directory
- * server: a third of its cost with local files) on every kube request.  When
- * LOGNAME is unset or names anyone else, the account database decides.
+ * server: a third of its cost with local files) on every kube request.
+ * When LOGNAME is unset or names anyone else, only the account database can
+ * decide (kh_cache_account_db, kh_cache_account.c).
  */
-static int
-check_account_name(const struct kh_record *rec, kh_error *err)
+int
+kh_cache_account_logname(const char *user, kh_error *err)
 {
 	const char *logname = getenv("LOGNAME");
-	struct passwd pw, *found = NULL;
-	char buf[4096];
 
-	if (logname != NULL && strcmp(logname, rec->user) == 0)
-		return 0;
-	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
-		return kh_fail(err, KH_ERR_REFUSED, "uid %u has no account name to match "
-			       "the session record against", (unsigned)getuid());
-	if (strcmp(rec->user, found->pw_name) != 0)
-		return kh_fail(err, KH_ERR_REFUSED, "the session record was issued to user "
-			       "'%s', not to '%s' (a reused uid?)", rec->user, found->pw_name);
-	return 0;
+	(void)err;
+	return logname != NULL && strcmp(logname, user) == 0 ? 0 : KH_CACHE_ACCOUNT_UNKNOWN;
 }
 
 struct record_ctx {
 	const char *issuer_id;
+	bool answer_only;
+	kh_cache_account_fn account;
 	struct kh_record *rec;
 	kh_error fatal;         /* an internal failure (memory), not a refusal */
 	int failed;
+	int undecided;          /* the account check could not tell */
 };
 
 static int
@@ -265,9 +257,18 @@ accept_record(key_serial_t key, void *ctx, struct lookup *lk)
 	kh_error_clear(&why);
 	if (read_payload(key, &buf, &len, &why) != 0)
 		goto refused;
-	rc = kh_cache_decode(buf, len, getuid(), c->issuer_id, &rec, &why);
+	rc = kh_cache_decode_as(buf, len, getuid(), c->issuer_id, c->answer_only, &rec, &why);
 	kh_secure_free(buf, len + 1);
-	if (rc != 0 || check_account_name(rec, &why) != 0) {
+	if (rc == 0)
+		rc = c->account(rec->user, &why);
+	if (rc == KH_CACHE_ACCOUNT_UNKNOWN) {
+		/* Stop here: a reader that can ask the account database
+		 * decides for this record. */
+		kh_record_free(rec);
+		c->undecided = 1;
+		return 0;
+	}
+	if (rc != 0) {
 		kh_record_free(rec);
 		goto refused;
 	}
@@ -283,11 +284,11 @@ refused:
 }
 
 int
-kh_cache_find(const char *issuer_id, struct kh_record **out,
-	      enum kh_cache_miss *miss, kh_error *err)
+kh_cache_lookup(const char *issuer_id, bool answer_only, kh_cache_account_fn account,
+		struct kh_record **out, enum kh_cache_miss *miss, kh_error *err)
 {
 	struct lookup lk = { .miss = KH_MISS_NONE };
-	struct record_ctx c = { 0 };
+	struct record_ctx c = { .answer_only = answer_only, .account = account };
 	char desc[KH_DESC_MAX];
 	int rc;
 
@@ -298,6 +299,10 @@ kh_cache_find(const char *issuer_id, struct kh_record **out,
 		return -1;
 	kh_error_clear(&lk.why);
 	rc = find_own(desc, accept_record, &c, &lk);
+	if (rc == 1 && c.undecided) {
+		*miss = KH_MISS_NONE;
+		return KH_CACHE_ACCOUNT_UNKNOWN;
+	}
 	if (rc == 1) {
 		*out = c.rec;
 		*miss = KH_MISS_NONE;
@@ -317,6 +322,13 @@ kh_cache_find(const char *issuer_id, struct kh_record **out,
 		lk.miss = KH_MISS_REVOKED;
 	*miss = lk.miss;
 	return explain_miss(lk.miss, lk.why.msg, err);
+}
+
+int
+kh_cache_find_answer(const char *issuer_id, kh_cache_account_fn account,
+		     struct kh_record **out, enum kh_cache_miss *miss, kh_error *err)
+{
+	return kh_cache_lookup(issuer_id, true, account, out, miss, err);
 }
 
 struct pin_ctx {

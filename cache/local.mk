@@ -8,7 +8,7 @@ noinst_LTLIBRARIES += cache/libkh-cache.la
 cache_libkh_cache_la_SOURCES = \
 	cache/kh_record.c cache/kh_record.h \
 	cache/kh_cache.h cache/kh_cache_int.h \
-	cache/kh_cache_common.c cache/kh_cache_find.c
+	cache/kh_cache_common.c cache/kh_cache_find.c cache/kh_cache_account.c
 cache_libkh_cache_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
 
 # libkh-cache-root: the root side — storing, login accounting, revoking,
