@@ -72,9 +72,8 @@ write_answer(const char *prefix, const char *ans, size_t len)
 }
 
 int
-kh_cmd_exec(int argc, char **argv)
+kh_exec_main(int argc, char **argv, kh_cache_account_fn account)
 {
-	kh_cache_account_fn account = kh_cache_account_db;
 	const char *issuer_opt = NULL, *issuer;
 	enum kh_exec_api arg_api = KH_EXEC_API_NONE;
 	struct kh_exec_info info;
@@ -122,6 +121,10 @@ kh_cmd_exec(int argc, char **argv)
 		goto out;
 	}
 	found = kh_cache_find_answer(issuer, account, &rec, &miss, &err);
+	if (found == KH_CACHE_ACCOUNT_UNKNOWN) {
+		rc = KH_EXIT_DELEGATE;   /* nothing written: the caller asks again */
+		goto out;
+	}
 	if (found != 0) {
 		kh_cli_error("%s", err.msg);
 		goto out;

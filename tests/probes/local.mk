@@ -53,15 +53,15 @@ tests_probes_nss_libnss_khcase_la_CFLAGS = $(AM_CFLAGS)
 tests_probes_nss_libnss_khcase_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath $(abs_builddir)/tests/probes/nss -export-symbols-regex '^_nss_khcase_'
 
-# The front end once more, with its configured kubehsm-tool.so path in the
-# build tree, where no tool module is ever built.  front.sh runs a copy of
-# it away from .libs to see how the front end fails without its tool:
-# helper/kubehsm would find the one `make install` put in $(pkglibdir) and
-# run it, and the test would depend on what is installed.
+# The front end once more, with its configured kubehsm-tool path in the
+# build tree, where no tool is ever built.  front.sh runs a copy of it away
+# from helper/ to see how the front end fails without its tool:
+# helper/kubehsm would find the one `make install` put in $(pkglibexecdir)
+# and run it, and the test would depend on what is installed.
 check_PROGRAMS += tests/probes/kubehsm-notool
 tests_probes_kubehsm_notool_SOURCES = $(helper_kubehsm_SOURCES)
 tests_probes_kubehsm_notool_CPPFLAGS = $(AM_CPPFLAGS) \
-	-DKH_TOOL_PATH='"$(abs_top_builddir)/tests/notool/kubehsm-tool.so"'
+	-DKH_TOOL_PATH='"$(abs_top_builddir)/tests/notool/kubehsm-tool"'
 tests_probes_kubehsm_notool_CFLAGS = $(helper_kubehsm_CFLAGS)
 tests_probes_kubehsm_notool_LDADD = $(helper_kubehsm_LDADD)
 tests_probes_kubehsm_notool_LDFLAGS = $(helper_kubehsm_LDFLAGS)
