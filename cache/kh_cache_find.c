@@ -26,8 +26,6 @@
 #include "cache/kh_cache_int.h"
 #include "lib/kh_mem.h"
 
-#define KH_READ_RETRIES 3
-
 /* Where a lookup stands: the most telling reason so far. */
 struct lookup {
 	enum kh_cache_miss miss;
@@ -79,36 +77,32 @@ describe_key(key_serial_t key, uid_t *owner, key_perm_t *perm, kh_error *err)
 	return 0;
 }
 
-/* Read a key's payload into a buffer we own (and wipe). */
+/*
+ * Read a key's payload into a buffer we own (and wipe).  One read into a
+ * buffer one byte larger than any record: the kernel copies what fits and
+ * returns the whole size, so a larger key is seen as such, and a key
+ * replaced between two reads (size, then data) cannot happen.
+ */
 static int
 read_payload(key_serial_t key, char **buf, size_t *len, kh_error *err)
 {
-	long size, got;
-	int tries;
+	long got;
 
-	for (tries = 0; tries < KH_READ_RETRIES; tries++) {
-		size = keyctl_read(key, NULL, 0);
-		if (size < 0)
-			return kh_cache_keyring_fail(err, errno, "reading the session key");
-		if (size == 0 || size > KH_RECORD_MAX)
-			return kh_fail(err, KH_ERR_REFUSED,
-				       "session record size %ld is outside 1..%d bytes",
-				       size, KH_RECORD_MAX);
-		*buf = malloc((size_t)size + 1);
-		if (*buf == NULL)
-			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		got = keyctl_read(key, *buf, (size_t)size);
-		if (got == size) {
-			(*buf)[size] = '\0';
-			*len = (size_t)size;
-			return 0;
-		}
-		kh_secure_free(*buf, (size_t)size + 1);
-		*buf = NULL;
-		if (got < 0)
-			return kh_cache_keyring_fail(err, errno, "reading the session key");
+	*buf = malloc(KH_RECORD_MAX + 1);
+	if (*buf == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	got = keyctl_read(key, *buf, KH_RECORD_MAX + 1);
+	if (got > 0 && got <= KH_RECORD_MAX) {
+		(*buf)[got] = '\0';
+		*len = (size_t)got;
+		return 0;
 	}
-	return kh_fail(err, KH_ERR_REFUSED, "the session key kept changing while read");
+	kh_secure_free(*buf, KH_RECORD_MAX + 1);
+	*buf = NULL;
+	if (got < 0)
+		return kh_cache_keyring_fail(err, errno, "reading the session key");
+	return kh_fail(err, KH_ERR_REFUSED, "session record size %ld is outside 1..%d bytes",
+		       got, KH_RECORD_MAX);
 }
 
 /*

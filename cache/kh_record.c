@@ -96,22 +96,25 @@ text_valid(const char *s, size_t len, size_t max, int allow_newlines)
 	return 1;
 }
 
+/* The bytes PEM text may hold: printable ASCII, line ends, and anything
+ * past ASCII (comments in a certificate file may be UTF-8).  A table: exec
+ * checks the token certificate on every kube request. */
+static const unsigned char pem_text_byte[256] = {
+	['\n'] = 1, [0x20 ... 0x7e] = 1, [0x80 ... 0xff] = 1,
+};
+
 /* PEM text of len bytes at s (not necessarily NUL-terminated): printable,
  * lines, no NUL, starting with an armour line. */
 static int
 pem_valid(const char *s, size_t len)
 {
-	size_t i;
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
 
 	if (len < 11 || len > KH_RECORD_MAX || memcmp(s, "-----BEGIN ", 11) != 0)
 		return 0;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if ((c < 0x20 && c != '\n') || c == 0x7f)
-			return 0;
-	}
-	return 1;
+	while (p < end && pem_text_byte[*p])
+		p++;
+	return p == end;
 }
 
 /* ---- encode ------------------------------------------------------------ */
