@@ -172,6 +172,8 @@ if [ $mode = full ]; then
 		"kubehsm: installing neither enables nor starts kubehsm-relayd (no relay section yet)"
 	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-tool" <<<"$KHC"
 	ok $? "kubehsm: kubehsm-tool (every subcommand but exec) in /usr/libexec/kubehsm, mode 0755"
+	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-keyops" <<<"$KHC"
+	ok $? "kubehsm: the keyring helper kubehsm-keyops in /usr/libexec/kubehsm, mode 0755 (never setuid)"
 	for f in /etc/kubehsm/kubehsm.conf /usr/share/polkit-1/actions/org.kubehsm.policy \
 		/usr/share/man/man1/kubehsm.1.gz /usr/share/man/man5/kubehsm.conf.5.gz \
 		/usr/share/man/man8/kubehsm-relayd.8.gz \
@@ -210,15 +212,18 @@ if [ $mode = full ]; then
 			grep -qx __stack_chk <<<"$y" && grep -v __stack_chk <<<"$y" | grep -q .
 		ok $? "${f#"$WORK/x"}: PIE, full RELRO (bind now), no text relocations, stack protector, fortified calls"
 	done
-	# The static-pie front end: no loader, no library, and still PIE with
-	# full RELRO.  (It imports nothing and is stripped, so there are no
-	# symbols to show the stack protector here: tests/integration/helper/front.sh
-	# checks it on the build tree.)
+	# The static-pie front end and keyring helper: no loader, no library,
+	# and still PIE with full RELRO.  (They import nothing and are stripped,
+	# so there are no symbols to show the stack protector here:
+	# tests/integration/helper/front.sh checks it on the build tree.)
+	for f in "$WORK/x/usr/bin/kubehsm" "$WORK/x/usr/libexec/kubehsm/kubehsm-keyops"; do
+		d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
+		grep -qE 'BIND_NOW|FLAGS_1.*NOW' <<<"$d" && grep -q GNU_RELRO <<<"$l" &&
+			! grep -q TEXTREL <<<"$d" && grep -q 'Elf file type is DYN' <<<"$l" &&
+			! grep -q INTERP <<<"$l" && ! grep -q NEEDED <<<"$d"
+		ok $? "${f#"$WORK/x"}: static-pie (no program interpreter, no library), full RELRO, no text relocations"
+	done
 	f=$WORK/x/usr/bin/kubehsm
-	d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
-	grep -qE 'BIND_NOW|FLAGS_1.*NOW' <<<"$d" && grep -q GNU_RELRO <<<"$l" &&
-		! grep -q TEXTREL <<<"$d" && grep -q 'Elf file type is DYN' <<<"$l" && ! grep -q INTERP <<<"$l"
-	ok $? "/usr/bin/kubehsm: static-pie (no program interpreter), full RELRO, no text relocations"
 	is "$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')" "" \
 		"the front end needs no shared library (libc, jansson and libkeyutils embedded)"
 fi

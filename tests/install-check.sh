@@ -6,7 +6,8 @@
 #   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
 #   - the polkit plugin is in PKGLIBDIR, again without .la/.a, and the
 #     module does not link libpolkit or GLib itself;
-#   - kubehsm-tool (every subcommand but exec) is in PKGLIBEXECDIR, and
+#   - kubehsm-tool (every subcommand but exec) and kubehsm-keyops (the
+#     keyring helper, which acts as the user for root) are in PKGLIBEXECDIR, and
 #     the polkit plugin is alone in PKGLIBDIR, without .la/.a;
 #   - kubehsm-relayd is in SBINDIR and links neither libp11 nor PAM; its
 #     systemd unit (when UNITDIR is given) starts the installed daemon;
@@ -18,6 +19,7 @@ module="$destdir$pammoddir/pam_kubehsm.so"
 plugin="$destdir$pkglibdir/kubehsm-polkit.so"
 helper="$destdir$bindir/kubehsm"
 tool="$destdir$pkglibexecdir/kubehsm-tool"
+keyops="$destdir$pkglibexecdir/kubehsm-keyops"
 n=0 failed=0
 check() {
 	n=$((n + 1))
@@ -29,6 +31,7 @@ extra=$(find "$destdir$pammoddir" -maxdepth 1 -name 'pam_kubehsm*' ! -name pam_k
 [ -z "$extra" ]; check $? "no .la or .a beside the module${extra:+ (found: $extra)}"
 [ -x "$helper" ]; check $? "kubehsm is installed in $bindir"
 [ -x "$tool" ]; check $? "kubehsm-tool is installed in $pkglibexecdir"
+[ -x "$keyops" ]; check $? "the keyring helper kubehsm-keyops is installed in $pkglibexecdir"
 # Staged (DESTDIR), kubehsm cannot find the tool yet and must name the
 # path it tried; installed for real, it runs it.
 out=$("$helper" --version 2>&1)
@@ -63,7 +66,7 @@ if [ -n "$unitdir" ] && [ "$unitdir" != no ]; then
 		"$destdir$unitdir/kubehsm-relayd.service" 2>/dev/null
 	check $? "kubehsm-relayd.service in $unitdir starts $sbindir/kubehsm-relayd"
 fi
-for f in "$module" "$helper" "$tool" "$plugin" "$relayd"; do
+for f in "$module" "$helper" "$tool" "$keyops" "$plugin" "$relayd"; do
 	[ -e "$f" ] || continue
 	[ -z "$(find "$f" -perm /6000)" ]; check $? "$(basename "$f") has no setuid or setgid bit"
 	caps=$(getcap "$f" 2>/dev/null)

@@ -308,6 +308,59 @@ like "$out" "^ids $B 0 0 / 0 0 0$" "logout in an su-like process: ids unchanged"
 run as_user "$carol" "$PROBE" find
 like "$out" "^miss revoked" "and the session it ended really went"
 
+# --- the keyring helper: spawned, not forked; fully the user; nothing else --
+# Root's work on carol's keys runs in kubehsm-keyops, started with
+# posix_spawn (clone with CLONE_VM|CLONE_VFORK, then exec: the host's
+# memory is never copied into a process of hers), an empty environment,
+# its request on a socket.  It becomes carol — groups, gid, uid, each
+# checked — before its first keyring call.
+strace -f -s 128 -o "$KH_TMP/keyops.trace" -e trace=clone,clone3,vfork,fork,execve,setgroups,setresgid,setresuid,keyctl,prctl \
+	"$PROBE" login "$C" "$carol" user 600 "${MAT[@]}" >/dev/null 2>&1
+ok $? "a login under strace stores carol's session"
+tr=$(cat "$KH_TMP/keyops.trace")
+like "$tr" 'execve\("[^"]*kubehsm-keyops", \["kubehsm-keyops"\], 0x[0-9a-f]+ /\* 0 vars \*/' \
+	"the helper is executed with no arguments and an empty environment"
+like "$tr" 'clone3?\([^)]*CLONE_VM[^)]*CLONE_VFORK' "... by posix_spawn (CLONE_VM|CLONE_VFORK: the host is not copied)"
+unlike "$tr" '(^|[^_])(fork|vfork)\(|clone\(child_stack=NULL, flags=[^,]*SIGCHLD' \
+	"no fork of the host"
+hpid=$(awk '/execve\(".*kubehsm-keyops"/ {print $1; exit}' "$KH_TMP/keyops.trace")
+order=$(awk -v p="$hpid" -v u="$C" -v g="$(id -g "$carol")" '$1 == p {
+	if ($0 ~ /setgroups\(0, (NULL|\[\])\) += 0/ && !sg) sg = NR
+	if ($0 ~ ("setresgid\\(" g ", " g ", " g "\\) += 0") && !rg) rg = NR
+	if ($0 ~ ("setresuid\\(" u ", " u ", " u "\\) += 0") && !ru) ru = NR
+	if ($0 ~ /keyctl\(/ && !k) k = NR
+	if ($0 ~ /PR_SET_DUMPABLE, (0|SUID_DUMP_DISABLE)/ && !d) d = NR }
+	END { print (sg && rg && ru && k && sg < rg && rg < ru && ru < k && d && d < k) ? "ok" : "sg=" sg " rg=" rg " ru=" ru " d=" d " k=" k }' "$KH_TMP/keyops.trace")
+is "$order" "ok" "the helper drops groups, then sets gid, then uid, and is undumpable before its first keyring call"
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol " "the session it stored is carol's"
+"$PROBE" logout "$C" --keep >/dev/null   # that login closes again (the counts below start from none)
+# A helper that is not kubehsm's (or of another version) fails the call
+# with a reason, and nothing is half-stored.  (The probe finds its helper
+# beside itself: a copy of it in a directory of its own.)
+mkdir -p "$KH_TMP/badhelper"
+cp "$PROBE" "$KH_TMP/badhelper/cache_probe"
+printf '#!/bin/sh\nhead -c 40 >/dev/null; printf "garbage-garbage-garbage-garbage-garbage"\n' \
+	>"$KH_TMP/badhelper/kubehsm-keyops"
+chmod 0755 "$KH_TMP/badhelper" "$KH_TMP/badhelper/kubehsm-keyops"
+before=$(as_user "$carol" "$PROBE" find)
+run "$KH_TMP/badhelper/cache_probe" store "$C" "$carol" user 900 "${MAT[@]}"
+if [ "$rc" -ne 0 ] && grep -q "keyring helper for uid $C" <<<"$err"; then pass "a helper speaking garbage fails the store: $err"
+else fail "a helper speaking garbage"; diag "rc=$rc out=$out err=$err"; fi
+is "$(as_user "$carol" "$PROBE" find)" "$before" "... and carol's session is the one she had"
+# A helper that hangs (a user may SIGSTOP her own process: here strace
+# stops it at its first prctl, made once it is carol) is killed at the
+# deadline, and the host goes on with its ids as they were.
+t0=$(date +%s)
+run setpriv --ruid="$B" --euid=0 strace -f -o /dev/null -e trace=prctl -e inject=prctl:signal=SIGSTOP \
+	"$PROBE" login "$C" "$carol" user 600 --ids "${MAT[@]}"
+t1=$(date +%s)
+if [ "$rc" -ne 0 ] && grep -q "keyring helper for uid $C did not finish" <<<"$err" && [ $((t1 - t0)) -lt 25 ]; then
+	pass "a hung helper is killed at the deadline ($((t1 - t0)) s): $err"
+else fail "a hung helper"; diag "rc=$rc t=$((t1 - t0)) out=$out err=$err"; fi
+like "$out" "^ids $B 0 0 / 0 0 0$" "... and the host's ids are unchanged"
+is "$(pgrep -u "$C" -x kubehsm-keyops | wc -l)" 0 "and no helper is left behind"
+
 # --- every login counts, minting or not ------------------------------------
 # A login without a token (password, cron) keeps the uid's session alive;
 # a record minted inside a login (kubehsm login: --join) counts no login.
