@@ -85,6 +85,12 @@ int kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
 int kh_cache_find(const char *issuer_id, struct kh_record **out,
 		  enum kh_cache_miss *miss, kh_error *err);
 
+/* kh_cache_find taking only the session key out of the record's exec
+ * answer (cert_chain_pem is NULL unless the relay holds the key): what a
+ * signer needs for a SignRequest, without decoding the chain. */
+int kh_cache_find_key(const char *issuer_id, struct kh_record **out,
+		      enum kh_cache_miss *miss, kh_error *err);
+
 /*
  * Whether `user`, the account a record was issued to, is the caller's
  * account: the kernel keeps a uid's keys after the account is deleted, so a

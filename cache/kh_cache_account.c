@@ -1,6 +1,6 @@
 /*
  * kh_cache_account — the reader's account check that asks the account
- * database, and kh_cache_find, which uses it.
+ * database, and kh_cache_find and kh_cache_find_key, which use it.
  *
  * A file of its own: getpwuid_r goes through NSS, which a static program
  * (the kubehsm front end) must not call — glibc would dlopen the NSS
@@ -36,5 +36,12 @@ int
 kh_cache_find(const char *issuer_id, struct kh_record **out,
 	      enum kh_cache_miss *miss, kh_error *err)
 {
-	return kh_cache_lookup(issuer_id, false, kh_cache_account_db, out, miss, err);
+	return kh_cache_lookup(issuer_id, KH_RECORD_TAKE_PEMS, kh_cache_account_db, out, miss, err);
+}
+
+int
+kh_cache_find_key(const char *issuer_id, struct kh_record **out,
+		  enum kh_cache_miss *miss, kh_error *err)
+{
+	return kh_cache_lookup(issuer_id, KH_RECORD_TAKE_KEY, kh_cache_account_db, out, miss, err);
 }

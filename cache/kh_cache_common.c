@@ -59,13 +59,12 @@ kh_cache_check_attributes(uid_t owner, key_perm_t perm, uid_t want, kh_error *er
 
 int
 kh_cache_decode_as(const char *payload, size_t len, uid_t owner, const char *issuer_id,
-		   bool answer_only, struct kh_record **out, kh_error *err)
+		   enum kh_record_take take, struct kh_record **out, kh_error *err)
 {
 	struct kh_record *rec = NULL;
 
 	*out = NULL;
-	if ((answer_only ? kh_record_decode_answer(payload, len, &rec, err)
-			 : kh_record_decode(payload, len, &rec, err)) != 0)
+	if (kh_record_decode_take(payload, len, take, &rec, err) != 0)
 		return -1;
 	if (strcmp(rec->issuer_id, issuer_id) != 0) {
 		kh_record_free(rec);
@@ -83,7 +82,7 @@ int
 kh_cache_decode(const char *payload, size_t len, uid_t owner, const char *issuer_id,
 		struct kh_record **out, kh_error *err)
 {
-	return kh_cache_decode_as(payload, len, owner, issuer_id, false, out, err);
+	return kh_cache_decode_as(payload, len, owner, issuer_id, KH_RECORD_TAKE_PEMS, out, err);
 }
 
 const char *

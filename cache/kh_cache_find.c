@@ -230,7 +230,7 @@ kh_cache_account_logname(const char *user, kh_error *err)
 
 struct record_ctx {
 	const char *issuer_id;
-	bool answer_only;
+	enum kh_record_take take;
 	kh_cache_account_fn account;
 	struct kh_record *rec;
 	kh_error fatal;         /* an internal failure (memory), not a refusal */
@@ -251,7 +251,7 @@ accept_record(key_serial_t key, void *ctx, struct lookup *lk)
 	kh_error_clear(&why);
 	if (read_payload(key, &buf, &len, &why) != 0)
 		goto refused;
-	rc = kh_cache_decode_as(buf, len, getuid(), c->issuer_id, c->answer_only, &rec, &why);
+	rc = kh_cache_decode_as(buf, len, getuid(), c->issuer_id, c->take, &rec, &why);
 	kh_secure_free(buf, len + 1);
 	if (rc == 0)
 		rc = c->account(rec->user, &why);
@@ -278,11 +278,11 @@ refused:
 }
 
 int
-kh_cache_lookup(const char *issuer_id, bool answer_only, kh_cache_account_fn account,
+kh_cache_lookup(const char *issuer_id, enum kh_record_take take, kh_cache_account_fn account,
 		struct kh_record **out, enum kh_cache_miss *miss, kh_error *err)
 {
 	struct lookup lk = { .miss = KH_MISS_NONE };
-	struct record_ctx c = { .answer_only = answer_only, .account = account };
+	struct record_ctx c = { .take = take, .account = account };
 	char desc[KH_DESC_MAX];
 	int rc;
 
@@ -322,7 +322,7 @@ int
 kh_cache_find_answer(const char *issuer_id, kh_cache_account_fn account,
 		     struct kh_record **out, enum kh_cache_miss *miss, kh_error *err)
 {
-	return kh_cache_lookup(issuer_id, true, account, out, miss, err);
+	return kh_cache_lookup(issuer_id, KH_RECORD_TAKE_ANSWER, account, out, miss, err);
 }
 
 struct pin_ctx {

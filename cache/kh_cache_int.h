@@ -48,14 +48,15 @@ int kh_cache_check_attributes(uid_t owner, key_perm_t perm, uid_t want,
 int kh_cache_decode(const char *payload, size_t len, uid_t owner,
 		    const char *issuer_id, struct kh_record **out, kh_error *err);
 
-/* The same, for `kubehsm exec` when answer_only (kh_record_decode_answer). */
+/* The same, taking what `take` says out of the exec part. */
 int kh_cache_decode_as(const char *payload, size_t len, uid_t owner,
-		       const char *issuer_id, bool answer_only, struct kh_record **out,
+		       const char *issuer_id, enum kh_record_take take, struct kh_record **out,
 		       kh_error *err);
 
-/* The reader, whatever it decodes: kh_cache_find and kh_cache_find_answer. */
-int kh_cache_lookup(const char *issuer_id, bool answer_only, kh_cache_account_fn account,
-		    struct kh_record **out, enum kh_cache_miss *miss, kh_error *err);
+/* The reader, whatever it takes: kh_cache_find, _find_key, _find_answer. */
+int kh_cache_lookup(const char *issuer_id, enum kh_record_take take,
+		    kh_cache_account_fn account, struct kh_record **out,
+		    enum kh_cache_miss *miss, kh_error *err);
 
 /* The issuer id encoded in a key description "kubehsm:<kind>:v1[:<id>]",
  * or NULL when desc is not of that kind. */

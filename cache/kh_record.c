@@ -411,15 +411,10 @@ decode_fields(json_t *doc, struct kh_record *rec, kh_error *err)
 	return 0;
 }
 
-enum decode_mode {
-	DECODE_FULL,      /* the chain and the key as PEM texts */
-	DECODE_ANSWER,    /* the exec part as it is, for `kubehsm exec` */
-};
-
 /* The parts after the header: exactly the lengths "parts" names, in order,
  * filling the rest of the record; one of exec and chain, never both. */
 static int
-decode_parts(json_t *doc, const char *body, size_t body_len, enum decode_mode mode,
+decode_parts(json_t *doc, const char *body, size_t body_len, enum kh_record_take take,
 	     struct kh_record *rec, kh_error *err)
 {
 	json_t *lens = json_object_get(doc, "parts");
@@ -459,26 +454,27 @@ decode_parts(json_t *doc, const char *body, size_t body_len, enum decode_mode mo
 		if (kh_exec_answer_check(part[KH_PART_EXEC], n[KH_PART_EXEC],
 					 (time_t)rec->expires, err) != 0)
 			return -1;
-		if (mode == DECODE_ANSWER) {
+		if (take == KH_RECORD_TAKE_ANSWER) {
 			rec->exec_answer = strndup(part[KH_PART_EXEC], n[KH_PART_EXEC]);
 			if (rec->exec_answer == NULL)
 				return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 			rec->exec_answer_len = n[KH_PART_EXEC];
 		} else if (kh_exec_answer_pems(part[KH_PART_EXEC], n[KH_PART_EXEC],
-					       &rec->cert_chain_pem, &rec->key_pem, err) != 0) {
+					       take == KH_RECORD_TAKE_KEY ? NULL : &rec->cert_chain_pem,
+					       &rec->key_pem, err) != 0) {
 			return -1;
 		}
 	}
-	if (mode == DECODE_FULL &&
+	if (take != KH_RECORD_TAKE_ANSWER &&
 	    (take_pem(part[KH_PART_TOKEN_CERT], n[KH_PART_TOKEN_CERT], KH_PART_TOKEN_CERT,
 		      &rec->token_cert_pem, err) != 0))
 		return -1;
 	return 0;
 }
 
-static int
-record_decode(const char *buf, size_t len, enum decode_mode mode, struct kh_record **out,
-	      kh_error *err)
+int
+kh_record_decode_take(const char *buf, size_t len, enum kh_record_take take,
+		      struct kh_record **out, kh_error *err)
 {
 	struct kh_record *rec;
 	json_error_t jerr;
@@ -507,7 +503,7 @@ record_decode(const char *buf, size_t len, enum decode_mode mode, struct kh_reco
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
 	if (decode_fields(doc, rec, err) != 0 ||
-	    decode_parts(doc, nl + 1, len - hlen - 1, mode, rec, err) != 0) {
+	    decode_parts(doc, nl + 1, len - hlen - 1, take, rec, err) != 0) {
 		json_decref(doc);
 		kh_record_free(rec);
 		return -1;
@@ -520,14 +516,14 @@ record_decode(const char *buf, size_t len, enum decode_mode mode, struct kh_reco
 int
 kh_record_decode(const char *buf, size_t len, struct kh_record **out, kh_error *err)
 {
-	return record_decode(buf, len, DECODE_FULL, out, err);
+	return kh_record_decode_take(buf, len, KH_RECORD_TAKE_PEMS, out, err);
 }
 
 int
 kh_record_decode_answer(const char *buf, size_t len, struct kh_record **out,
 			kh_error *err)
 {
-	return record_decode(buf, len, DECODE_ANSWER, out, err);
+	return kh_record_decode_take(buf, len, KH_RECORD_TAKE_ANSWER, out, err);
 }
 
 int

@@ -93,6 +93,17 @@ int kh_record_decode(const char *buf, size_t len, struct kh_record **out,
 int kh_record_decode_answer(const char *buf, size_t len, struct kh_record **out,
 			    kh_error *err);
 
+/* What a decode takes out of the exec part; every variant makes the same
+ * checks and accepts exactly the same records. */
+enum kh_record_take {
+	KH_RECORD_TAKE_PEMS,    /* the chain and the key (kh_record_decode) */
+	KH_RECORD_TAKE_KEY,     /* the key only (cert_chain_pem stays NULL): a
+				 * signer's SignRequest needs no chain */
+	KH_RECORD_TAKE_ANSWER,  /* the part as it is (kh_record_decode_answer) */
+};
+int kh_record_decode_take(const char *buf, size_t len, enum kh_record_take take,
+			  struct kh_record **out, kh_error *err);
+
 /* Reader-side checks: right uid, not expired at `now`. */
 int kh_record_check(const struct kh_record *rec, uid_t uid, int64_t now,
 		    kh_error *err);

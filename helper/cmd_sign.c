@@ -184,7 +184,10 @@ kh_cmd_sign(int argc, char **argv)
 		kh_cli_error("sign: cannot keep secrets out of core dumps: %s", strerror(errno));
 		goto out;
 	}
-	if (kh_cache_find(issuer, &rec, &miss, &err) != 0) {
+	/* A SignRequest needs the key, not the chain: the record's exec answer
+	 * holds both, and decoding the chain too would cost every signature. */
+	if ((req.kind == KH_SIGNER_CERTIFICATE ? kh_cache_find(issuer, &rec, &miss, &err)
+	     : kh_cache_find_key(issuer, &rec, &miss, &err)) != 0) {
 		kh_cli_error("%s", err.msg);
 		goto out;
 	}

@@ -425,20 +425,48 @@ kh_skip_lit(const char **p, const char *end, const char *lit, size_t n)
 	return true;
 }
 
+/*
+ * The fixed shape, and where its two PEM texts are: *cert and *key point
+ * at the opening quote of each JSON string, *cert_len and *key_len count
+ * both quotes.  The timestamp is left for the caller.  0, or -1.
+ */
+static int
+kh_answer_shape(const char *ans, size_t len, const char **stamp, const char **cert,
+		size_t *cert_len, const char **key, size_t *key_len)
+{
+	const char *p = ans, *end = ans + len;
+
+	if (ans == NULL || !kh_skip_lit(&p, end, kh_answer_head, KH_LIT_LEN(kh_answer_head)))
+		return -1;
+	*stamp = p;
+	if ((size_t)(end - p) < 20)
+		return -1;
+	p += 20;
+	*cert = p + KH_LIT_LEN(kh_answer_cert) - 1;   /* the text's opening quote */
+	if (!kh_skip_lit(&p, end, kh_answer_cert, KH_LIT_LEN(kh_answer_cert)) ||
+	    !kh_skip_pem_text(&p, end))
+		return -1;
+	*cert_len = (size_t)(p - *cert) + 1;
+	*key = p + KH_LIT_LEN(kh_answer_key) - 1;
+	if (!kh_skip_lit(&p, end, kh_answer_key, KH_LIT_LEN(kh_answer_key)) ||
+	    !kh_skip_pem_text(&p, end))
+		return -1;
+	*key_len = (size_t)(p - *key) + 1;
+	if (!kh_skip_lit(&p, end, kh_answer_tail, KH_LIT_LEN(kh_answer_tail)) || p != end)
+		return -1;
+	return 0;
+}
+
 int
 kh_exec_answer_check(const char *ans, size_t len, time_t expiry, kh_error *err)
 {
-	const char *p = ans, *end = ans + len;
+	const char *stamp_at, *cert, *key;
+	size_t cert_len, key_len;
 	char stamp[32];
 
-	if (ans == NULL || kh_format_rfc3339(expiry, stamp, sizeof(stamp), NULL) != 0 ||
-	    !kh_skip_lit(&p, end, kh_answer_head, KH_LIT_LEN(kh_answer_head)) ||
-	    !kh_skip_lit(&p, end, stamp, strlen(stamp)) ||
-	    !kh_skip_lit(&p, end, kh_answer_cert, KH_LIT_LEN(kh_answer_cert)) ||
-	    !kh_skip_pem_text(&p, end) ||
-	    !kh_skip_lit(&p, end, kh_answer_key, KH_LIT_LEN(kh_answer_key)) ||
-	    !kh_skip_pem_text(&p, end) ||
-	    !kh_skip_lit(&p, end, kh_answer_tail, KH_LIT_LEN(kh_answer_tail)) || p != end)
+	if (kh_format_rfc3339(expiry, stamp, sizeof(stamp), NULL) != 0 ||
+	    kh_answer_shape(ans, len, &stamp_at, &cert, &cert_len, &key, &key_len) != 0 ||
+	    memcmp(stamp_at, stamp, 20) != 0)
 		return kh_fail(err, KH_ERR_REFUSED,
 		               "the pre-rendered ExecCredential is not what kubehsm writes for this session");
 	return 0;
@@ -492,38 +520,43 @@ out:
 	return rc;
 }
 
+/* One JSON string literal (quotes included) of the answer, decoded by
+ * jansson into a copy; the copy jansson made is wiped.  NULL on failure. */
+static char *
+kh_answer_string(const char *lit, size_t len)
+{
+	json_error_t jerr;
+	json_t *v = json_loadb(lit, len, JSON_DECODE_ANY, &jerr);
+	char *out = json_is_string(v) ? strndup(json_string_value(v), json_string_length(v))
+				      : NULL;
+
+	kh_json_wipe_string(v);
+	json_decref(v);
+	return out;
+}
+
 int
 kh_exec_answer_pems(const char *ans, size_t len, char **cert_pem, char **key_pem,
                     kh_error *err)
 {
-	json_t *root, *status, *cert, *key;
-	json_error_t jerr;
-	int rc = -1;
+	const char *stamp, *cert, *key;
+	size_t cert_len, key_len;
 
-	*cert_pem = NULL;
-	*key_pem = NULL;
-	root = json_loadb(ans, len, JSON_REJECT_DUPLICATES, &jerr);
-	status = json_object_get(root, "status");
-	cert = json_object_get(status, "clientCertificateData");
-	key = json_object_get(status, "clientKeyData");
-	if (!json_is_object(root) || json_object_size(root) != 2 ||
-	    json_object_size(status) != 3 || !json_is_string(cert) || !json_is_string(key)) {
-		kh_fail(err, KH_ERR_REFUSED, "the pre-rendered ExecCredential is malformed");
-		goto out;
-	}
-	*cert_pem = strndup(json_string_value(cert), json_string_length(cert));
-	*key_pem = strndup(json_string_value(key), json_string_length(key));
-	if (*cert_pem == NULL || *key_pem == NULL) {
-		free(*cert_pem);
-		kh_secure_strfree(*key_pem);
+	if (cert_pem != NULL)
 		*cert_pem = NULL;
+	if (key_pem != NULL)
 		*key_pem = NULL;
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		goto out;
+	if (kh_answer_shape(ans, len, &stamp, &cert, &cert_len, &key, &key_len) != 0)
+		return kh_fail(err, KH_ERR_REFUSED, "the pre-rendered ExecCredential is malformed");
+	/* Each text is one JSON string, decoded on its own: a reader that
+	 * wants only the key does not pay for the chain. */
+	if ((cert_pem != NULL && (*cert_pem = kh_answer_string(cert, cert_len)) == NULL) ||
+	    (key_pem != NULL && (*key_pem = kh_answer_string(key, key_len)) == NULL)) {
+		if (cert_pem != NULL) {
+			free(*cert_pem);
+			*cert_pem = NULL;
+		}
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
-	rc = 0;
-out:
-	kh_json_wipe_string(key);
-	json_decref(root);
-	return rc;
+	return 0;
 }

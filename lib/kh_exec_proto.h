@@ -143,9 +143,10 @@ int kh_exec_answer_check(const char *ans, size_t len, time_t expiry, kh_error *e
  * (a static string; NULL for KH_EXEC_API_NONE). */
 const char *kh_exec_answer_prefix(enum kh_exec_api api);
 
-/* The certificate chain and the key out of a checked answer (jansson, for
- * the readers that need the PEM texts themselves).  *key_pem is secret:
- * kh_secure_strfree.  0, or -1 with err. */
+/* The certificate chain and the key out of an answer of the checked shape
+ * (jansson, for the readers that need the PEM texts themselves).  Either
+ * output may be NULL when not wanted; each text is decoded on its own.
+ * *key_pem is secret: kh_secure_strfree.  0, or -1 with err. */
 int kh_exec_answer_pems(const char *ans, size_t len, char **cert_pem, char **key_pem,
                         kh_error *err);
 

@@ -1,8 +1,9 @@
 /* libFuzzer target: the keyring record decoders.  kh_record_decode, then
  * kh_record_check, kh_record_dup and a re-encode of what was accepted; and
- * kh_record_decode_answer (what `kubehsm exec` uses), which must accept
- * exactly the same inputs and whose exec part must be what the encoder
- * renders for the decoded session. */
+ * kh_record_decode_answer (what `kubehsm exec` uses) and the key-only
+ * decode (kubehsm sign), which must accept exactly the same inputs; exec's
+ * part must be what the encoder renders for the decoded session, and the
+ * signer's key the full decode's. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,13 +38,19 @@ check_answer(const struct kh_record *full, const struct kh_record *ans)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct kh_record *rec = NULL, *ans = NULL, *copy;
-	kh_error err, aerr;
+	struct kh_record *rec = NULL, *ans = NULL, *key = NULL, *copy;
+	kh_error err, aerr, kerr;
 	int rc = kh_record_decode((const char *)data, size, &rec, &err);
 	int arc = kh_record_decode_answer((const char *)data, size, &ans, &aerr);
+	int krc = kh_record_decode_take((const char *)data, size, KH_RECORD_TAKE_KEY, &key, &kerr);
 
-	if (rc != arc)
+	if (rc != arc || rc != krc)
 		__builtin_trap();
+	if (rc == 0 && (rec->key_pem == NULL) != (key->key_pem == NULL))
+		__builtin_trap();
+	if (rc == 0 && rec->key_pem != NULL && strcmp(rec->key_pem, key->key_pem) != 0)
+		__builtin_trap();
+	kh_record_free(key);
 	if (rc == 0) {
 		char *out = NULL;
 		size_t len = 0;

@@ -514,6 +514,13 @@ test_answer_round_trip(void **state)
 		kh_secure_strfree(want);
 	}
 	assert_null(kh_exec_answer_prefix(KH_EXEC_API_NONE));
+	/* A signer's decode takes the key alone. */
+	assert_int_equal(kh_record_decode_take(buf, len, KH_RECORD_TAKE_KEY, &full, &err), 0);
+	assert_null(full->cert_chain_pem);
+	assert_string_equal(full->key_pem, PEM_KEY);
+	assert_string_equal(full->token_cert_pem, PEM_CERT);
+	assert_null(full->exec_answer);
+	kh_record_free(full);
 	/* The full decoder takes the chain and the key back out of it. */
 	assert_int_equal(kh_record_decode(buf, len, &full, &err), 0);
 	assert_string_equal(full->cert_chain_pem, PEM_CERT PEM_CERT);
@@ -560,6 +567,13 @@ test_decoders_agree(void **state)
 			if (ra != rb)
 				fail_msg("byte %zu set to 0x%02x: the full decoder says %d, "
 					 "exec's decoder %d", i, (unsigned char)subst[k], ra, rb);
+			kh_record_free(b);
+			rb = kh_record_decode_take(buf, len, KH_RECORD_TAKE_KEY, &b, &err);
+			if (ra != rb)
+				fail_msg("byte %zu set to 0x%02x: the full decoder says %d, "
+					 "the key-only decoder %d", i, (unsigned char)subst[k], ra, rb);
+			if (ra == 0 && strcmp(a->key_pem, b->key_pem) != 0)
+				fail_msg("byte %zu: the decoders disagree on the key", i);
 			accepted += ra == 0;
 			kh_record_free(a);
 			kh_record_free(b);
