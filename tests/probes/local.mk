@@ -66,5 +66,15 @@ tests_probes_kubehsm_notool_CFLAGS = $(helper_kubehsm_CFLAGS)
 tests_probes_kubehsm_notool_LDADD = $(helper_kubehsm_LDADD)
 tests_probes_kubehsm_notool_LDFLAGS = $(helper_kubehsm_LDFLAGS)
 
+# The front end linked dynamically, for valgrind (helper_memcheck.sh):
+# memcheck cannot follow malloc in a static glibc program.  Same sources,
+# shared jansson and libkeyutils, and the build tree's kubehsm-tool.
+check_PROGRAMS += tests/probes/kubehsm-dyn
+tests_probes_kubehsm_dyn_SOURCES = $(helper_kubehsm_SOURCES)
+tests_probes_kubehsm_dyn_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DKH_TOOL_PATH='"$(abs_top_builddir)/helper/kubehsm-tool"'
+tests_probes_kubehsm_dyn_CFLAGS = $(helper_kubehsm_CFLAGS)
+tests_probes_kubehsm_dyn_LDADD = $(kh_reader_libs) $(JANSSON_LIBS) $(KEYUTILS_LIBS)
+
 # The external signer's Go client (tests/integration/helper/sign.sh builds it).
 EXTRA_DIST += tests/probes/signer/main.go
