@@ -25,6 +25,9 @@ helper_kubehsm_tool_SOURCES = \
 helper_kubehsm_tool_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
 helper_kubehsm_tool_LDADD = $(kh_all_libs)
+# jansson, libkeyutils and libconfig from their static archives when the
+# build has them (configure.ac, KH_TOOL_LDFLAGS).
+helper_kubehsm_tool_LDFLAGS = $(AM_LDFLAGS) $(KH_TOOL_LDFLAGS)
 dist_man_MANS += helper/kubehsm.1
 
 # The root half of `kubehsm login`, run by pkexec only (never setuid): a

@@ -196,10 +196,10 @@ if [ $mode = full ]; then
 	like "$(field libpam-kubehsm Depends)" "libpam0g " "and its shared libraries come from \${shlibs:Depends}"
 	is "$(field kubehsm Suggests)" "opensc, p11-kit-modules, softhsm2" \
 		"kubehsm suggests opensc, softhsm2 and p11-kit-modules (a token forwarded from a laptop)"
-	like "$(field kubehsm Built-Using)" '^glibc \(= [^)]+\), keyutils \(= [^)]+\)$' \
-		"Built-Using: glibc and keyutils (LGPL code in the front end)"
-	like "$(field kubehsm Static-Built-Using)" '^glibc \(= [^)]+\), jansson \(= [^)]+\), keyutils \(= [^)]+\)$' \
-		"Static-Built-Using: glibc, jansson and keyutils (embedded in the front end)"
+	like "$(field kubehsm Built-Using)" '^glibc \(= [^)]+\), libconfig \(= [^)]+\), keyutils \(= [^)]+\)$' \
+		"Built-Using: glibc, libconfig and keyutils (LGPL code embedded in kubehsm's programs)"
+	like "$(field kubehsm Static-Built-Using)" '^glibc \(= [^)]+\), jansson \(= [^)]+\), libconfig \(= [^)]+\), keyutils \(= [^)]+\)$' \
+		"Static-Built-Using: glibc, jansson, libconfig and keyutils (embedded in kubehsm's programs)"
 
 	mkdir -p "$WORK/x"
 	for p in "${PKGS[@]}"; do dpkg-deb -x "$DEBS/${p}_${VERSION}_$ARCH.deb" "$WORK/x"; done

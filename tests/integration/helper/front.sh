@@ -27,6 +27,10 @@ if [ $static = yes ]; then
 	like "$(readelf -lW "$KUBEHSM")" "GNU_RELRO" "... with its relocations read-only (full RELRO)"
 	nm "$KUBEHSM" | grep -q ' __stack_chk_fail$'
 	ok $? "kubehsm is built with the stack protector"
+	# kubehsm-tool embeds jansson, libkeyutils and libconfig in such a
+	# build: it maps what the signer's floor maps, and libp11.
+	is "$(needed "$TOOL" | tr ' ' '\n' | grep -vE '^(libcrypto\.so|libp11\.so|libc\.so|$)' | tr '\n' ' ')" "" \
+		"kubehsm-tool maps only libcrypto, libp11 and libc (NEEDED: $(needed "$TOOL"))"
 	# A static glibc program that used NSS would load the modules of
 	# whatever glibc is installed: none of it is linked.  (glibc's own
 	# dlopen stays linked for iconv and message catalogs, which the C
