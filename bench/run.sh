@@ -14,10 +14,15 @@
 #                     tests/probes/token_probe; the two probes are built if missing)
 #                     default: an out-of-tree build in /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP / BENCH_LOAD_N   override the mode
+#   BENCH_ONLY="exec sign ..."   run only these groups of rows: exec (and its
+#                     RSS), kubectl, sign (and signtoken), breakdown, load,
+#                     login; RESULTS.md then says "not measured" for the rest
+#   BENCH_RESULTS=DIR where the raw data goes (hyperfine JSON, CSV,
+#                     summary.json); default bench/results
 #
-# Results: bench/results/ (raw hyperfine JSON, CSV, summary.json),
-# bench/RESULTS.md and bench/latency.png.  Everything the run creates
-# (users, tokens, nginx, /etc/pam.d files, keys) is removed on exit.
+# Results: the raw data in BENCH_RESULTS, bench/RESULTS.md and
+# bench/latency.png.  Everything the run creates (users, tokens, nginx,
+# /etc/pam.d files, keys) is removed on exit.
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(dirname "$BENCH")
@@ -88,9 +93,12 @@ PROBE=$KH_BUILDDIR/tests/probes/cache_probe
 TPROBE=$KH_BUILDDIR/tests/probes/token_probe
 chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null || true
 
-RES=$BENCH/results
+RES=${BENCH_RESULTS:-$BENCH/results}
 RAW=$RES/raw
 rm -rf "$RAW"; mkdir -p "$RAW"
+rm -f "$RES"/rss.csv "$RES"/load.csv "$RES"/keyring.csv "$RES"/breakdown.csv
+ONLY=${BENCH_ONLY:-}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 
@@ -109,9 +117,13 @@ die() { echo "bench: FAILED: $*" >&2; exit 1; }
 	echo "kubehsm_build=$KH_BUILDDIR"
 	echo "kubehsm_commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)"
 	# The shared objects `kubehsm exec` maps (the front end; its libc and
-	# loader are the floor's too).
-	echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
-		awk '$1 !~ /^linux-vdso/ {print $1}' | sort -u | tr '\n' ' ')"
+	# loader are the floor's too): none when it is static-pie.
+	if readelf -lW "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null | grep -q INTERP; then
+		echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
+			awk '$1 !~ /^linux-vdso/ {print $1}' | sort -u | tr '\n' ' ')"
+	else
+		echo "kubehsm_libs=none (static-pie)"
+	fi
 } >"$RES/machine.txt"
 
 # --- floor programs -------------------------------------------------------------
@@ -286,6 +298,7 @@ HF=$KH_TMP/hf   # hyperfine, as the user, writes its JSON there
 install -d -o "$U" -m 0700 "$HF"
 
 # Target 1: the exec plugin's warm path.
+if want exec; then
 MRUNS=$FAST_RUNS measure exec "$U" \
 	kubehsm "$KUBEHSM exec" \
 	floor "$FLOOR/exec_floor $KH_TMP/execcred.json" \
@@ -305,13 +318,15 @@ rss kubehsm "$KUBEHSM" exec
 rss floor "$FLOOR/exec_floor" "$KH_TMP/execcred.json"
 rss gke "$GKE"
 rss kubehsm-sign "$KUBEHSM" sign "$SIGNREQ"
+fi
 
 # Target 2: kubectl end to end.
-measure kubectl "$U" \
+want kubectl && measure kubectl "$U" \
 	exec-plugin "$KUBECTL --kubeconfig $KC_EXEC get --raw /version" \
 	static-cert "$KUBECTL --kubeconfig $KC_STATIC get --raw /version"
 
 # Target 3: the signer.
+if want sign; then
 MRUNS=$FAST_RUNS measure sign "$U" \
 	kubehsm-sign "$KUBEHSM sign '$SIGNREQ'" \
 	exec-floor "$FLOOR/exec_floor $KH_TMP/signresp.json" \
@@ -320,11 +335,13 @@ MRUNS=$FAST_RUNS measure sign "$U" \
 measure signtoken "$U" \
 	kubehsm-sign-token "$KUBEHSM sign --key token '$SIGNREQ'" \
 	p11-floor "$FLOOR/p11_floor $PKI_MODULE $U $PIN kube $DIGEST"
+fi
 
 # Target 4 breakdown: the module's steps, timed by the project's probes
 # (token_probe with KH_PROBE_TIME=1: module load, token find, certificate
 # validation, C_Login, challenge signature; issuer open, key generation,
 # mint); the keyring store as a cache_probe process less the exec floor.
+if want breakdown; then
 log "login breakdown"
 BD=$RES/breakdown.csv
 echo "step,ms" >"$BD"
@@ -340,8 +357,10 @@ make_user kprobe; KSU=$kprobe
 hyperfine -N --style none --warmup "$WARMUP" --runs $((ROUNDS * RUNS)) --export-json "$RAW/keyring.r0.json" \
 	-n cache-store "$PROBE store $(id -u "$KSU") $KSU user 600 --chain $SESS/chain.pem --key $SESS/key.pem --token-cert $PKI_DIR/$U.pem --groups dev,ops" \
 	-n floor "$FLOOR/exec_floor $KH_TMP/execcred.json" >/dev/null || log "warning: keyring store timing failed"
+fi
 
 # Target 5: shared-host load, 20 users with sessions.
+if want load; then
 log "load: $LOAD_USERS users"
 LU=()
 for i in $(seq 1 $LOAD_USERS); do
@@ -387,9 +406,10 @@ for ((r = 0; r < LOAD_ROUNDS; r++)); do
 		load_round "$r" kubehsm "$KUBEHSM" exec
 	fi
 done
+fi
 
 # Target 4: login through pam_kubehsm vs pam_p11, last (the logins come and go).
-measure login root-shell \
+want login && measure login root-shell \
 	pam_kubehsm "pamtester $SVC $U authenticate open_session close_session <$KH_TMP/pin" \
 	pam_p11 "pamtester $SVC_P11 $U authenticate open_session close_session <$KH_TMP/pin"
 
@@ -398,7 +418,7 @@ echo "exec_credential_bytes=$EXEC_BYTES" >>"$RES/machine.txt"
 echo "sign_response_bytes=$(wc -c <"$KH_TMP/signresp.json")" >>"$RES/machine.txt"
 
 # --- the report ---------------------------------------------------------------------------
-/usr/bin/python3 "$BENCH/report.py" "$BENCH" || die "report"
+/usr/bin/python3 "$BENCH/report.py" "$BENCH" "$RES" || die "report"
 gnuplot -e "datafile='$RES/latency.dat'; outfile='$BENCH/latency.png'" "$BENCH/latency.gp" ||
 	die "gnuplot"
 log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/"
