@@ -191,21 +191,15 @@ read_results(int fd, uid_t uid, const char *path, size_t nops, struct kh_keyop_r
 	}
 }
 
-/* Reap the child; a host that reaps every child itself (SIGCHLD handler,
- * SIG_IGN) leaves ECHILD, which is fine: the answers already arrived. */
-static int
+/* Reap the helper, which has been sent SIGKILL: a host that reaps every
+ * child itself (SIGCHLD handler, SIG_IGN) leaves ECHILD, which is fine. */
+static void
 reap(pid_t pid)
 {
 	int status;
 
-	for (;;) {
-		if (waitpid(pid, &status, 0) == pid)
-			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-		if (errno == ECHILD)
-			return 0;
-		if (errno != EINTR)
-			return -1;
-	}
+	while (waitpid(pid, &status, 0) != pid && errno == EINTR)
+		;
 }
 
 /*
@@ -377,11 +371,12 @@ kh_keyops_run(uid_t uid, const struct kh_keyop *ops, size_t nops,
 	else
 		rc = read_results(sv[0], uid, path, nops, res, nres, deadline, err);
 	close(sv[0]);
-	if (rc != 0)
-		(void)kill(pid, SIGKILL);
-	if (reap(pid) != 0 && rc == 0)
-		rc = kh_fail(err, KH_ERR_INTERNAL, "the keyring helper for uid %u failed",
-			     (unsigned)uid);
+	/* Its DONE, not its exit status, says the work is complete, and it
+	 * has nothing left to do after it: killed either way, so that a helper
+	 * its user stops between DONE and exit cannot hold the host in
+	 * waitpid. */
+	(void)kill(pid, SIGKILL);
+	reap(pid);
 	if (rc != 0) {
 		kh_keyop_results_free(*res, *nres);
 		*res = NULL;

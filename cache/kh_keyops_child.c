@@ -318,9 +318,11 @@ kh_keyops_serve(int fd)
 		(void)child_send(fd, WIRE_SETUP, e, 0, 0, 0, NULL, NULL, 0);
 		return 1;
 	}
-	/* Never dumped, never traced by the user it now is; and gone with the
-	 * caller (set after becoming the user: a change of ids clears it),
-	 * unless the caller is gone already. */
+	/* Never dumped, never traced by the user it now is (the kernel made it
+	 * so when the ids changed, unless fs.suid_dumpable says otherwise; the
+	 * helper holds nothing of root's either way); and gone with the caller
+	 * (set after becoming the user: a change of ids clears it), unless the
+	 * caller is gone already. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
 		return 1;
