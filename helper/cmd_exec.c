@@ -56,10 +56,17 @@ kh_exec_usage(FILE *out)
 static int
 write_answer(const char *prefix, const char *ans, size_t len)
 {
-	size_t plen = strlen(prefix), n = plen + len - 1;
-	char *buf = malloc(n);
-	int rc;
+	size_t plen, n;
+	char *buf;
+	int rc, e;
 
+	if (prefix == NULL || len < 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	plen = strlen(prefix);
+	n = plen + len - 1;
+	buf = malloc(n);
 	if (buf == NULL) {
 		errno = ENOMEM;
 		return -1;
@@ -67,7 +74,9 @@ write_answer(const char *prefix, const char *ans, size_t len)
 	memcpy(buf, prefix, plen);
 	memcpy(buf + plen, ans + 1, len - 1);
 	rc = kh_write_all(STDOUT_FILENO, buf, n);
+	e = errno;
 	kh_secure_free(buf, n);
+	errno = e;
 	return rc;
 }
 
