@@ -3,11 +3,15 @@
 OUT ?= .
 CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
-PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen
+PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
+	$(OUT)/hop_floor
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
 	$(CC) $(CFLAGS) -o $@ $<
+# Linked like the kubehsm front end (static-pie).
+$(OUT)/hop_floor: floor/hop_floor.c
+	$(CC) $(CFLAGS) -static-pie -o $@ $<
 $(OUT)/loadgen: floor/loadgen.c
 	$(CC) $(CFLAGS) -o $@ $<
 $(OUT)/sign_floor: floor/sign_floor.c

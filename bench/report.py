@@ -103,6 +103,13 @@ ratio("kubectl", "exec-plugin", "static-cert", 1.05, "<=",
 ratio("sign", "kubehsm-sign", "sign-floor", 1.1, "<=",
       "3a. kubehsm sign (session key) / sign floor (same libcrypto start-up, key load and EVP sign)",
       f"{fmt('sign/kubehsm-sign')} vs {fmt('sign/sign-floor')}")
+ratio("sign", "kubehsm-sign", "hop-sign-floor", None, "<=",
+      "3e. kubehsm sign / (static-pie hop + sign floor): the floor of the design, for reference",
+      f"{fmt('sign/kubehsm-sign')} vs {fmt('sign/hop-sign-floor')}: the sign floor started through a "
+      "static-pie program that executes it, as the front end executes kubehsm-tool")
+ratio("sign", "tool-sign", "sign-floor", None, "<=",
+      "3f. kubehsm-tool sign (without the front end) / sign floor, for reference",
+      f"{fmt('sign/tool-sign')} vs {fmt('sign/sign-floor')}: kubehsm's own work beyond the floor")
 ratio("sign", "kubehsm-sign", "exec-floor", None, "<=",
       "3b. kubehsm sign (session key) / exec floor, for reference",
       f"{fmt('sign/kubehsm-sign')} vs {fmt('sign/exec-floor')}: a process that writes a pre-rendered answer")
@@ -209,7 +216,9 @@ out.append("\nTarget 3's floor is `sign_floor` (bench/floor/sign_floor.c): one p
            "lib/kh_sign.c signs).  What kubehsm costs beyond it is its own: the front end that hands "
            "`sign` to kubehsm-tool, the keyring read, the record, the policy and the JSON.  Rows 3b and "
            "3d (no target) show what a process that only writes the answer costs, and what loading "
-           "and initialising libcrypto alone costs.\n")
+           "and initialising libcrypto alone costs; 3e and 3f split 3a: the price of the static front end "
+           "in front of `sign` (a static-pie program that only executes the next one, `hop_floor`), and "
+           "what kubehsm-tool does beyond the floor.\n")
 out.append("## Login breakdown (target 4)\n")
 out.append("The module does not log step timings (its `debug` option logs events, not durations), so "
            "the steps are timed by the project's probes against the same tokens: `tests/probes/token_probe user` "

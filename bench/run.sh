@@ -331,7 +331,9 @@ MRUNS=$FAST_RUNS measure sign "$U" \
 	kubehsm-sign "$KUBEHSM sign '$SIGNREQ'" \
 	exec-floor "$FLOOR/exec_floor $KH_TMP/signresp.json" \
 	ssl-floor "$FLOOR/ssl_floor $KH_TMP/signresp.json" \
-	sign-floor "$FLOOR/sign_floor $SESS/key.pem $DIGEST"
+	sign-floor "$FLOOR/sign_floor $SESS/key.pem $DIGEST" \
+	hop-sign-floor "$FLOOR/hop_floor $FLOOR/sign_floor $SESS/key.pem $DIGEST" \
+	tool-sign "$KH_BUILDDIR/helper/kubehsm-tool sign '$SIGNREQ'"
 measure signtoken "$U" \
 	kubehsm-sign-token "$KUBEHSM sign --key token '$SIGNREQ'" \
 	p11-floor "$FLOOR/p11_floor $PKI_MODULE $U $PIN kube $DIGEST"
