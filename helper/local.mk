@@ -8,13 +8,15 @@
 bin_PROGRAMS += helper/kubehsm
 helper_kubehsm_SOURCES = \
 	helper/kubehsm.c helper/kh_cli.c helper/kh_cli.h \
-	helper/cmd_exec.c
+	helper/cmd_exec.c helper/kh_front_early.c
 helper_kubehsm_CPPFLAGS = $(AM_CPPFLAGS) -DKH_TOOL_PATH='"$(pkglibexecdir)/kubehsm-tool"'
-helper_kubehsm_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS)
+helper_kubehsm_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(KEYUTILS_CFLAGS) \
+	$(KH_FRONT_EARLY_CFLAGS)
 helper_kubehsm_LDADD = $(kh_reader_libs) $(KH_FRONT_LIBS)
 # Full RELRO and bind-now like every other program; static-pie adds no
-# dynamic loader at all (KH_FRONT_LDFLAGS).
-helper_kubehsm_LDFLAGS = $(AM_LDFLAGS) $(KH_FRONT_LDFLAGS)
+# dynamic loader at all (KH_FRONT_LDFLAGS); on x86-64 the entry point is
+# kh_front_entry (KH_FRONT_EARLY_LDFLAGS, helper/kh_front_early.c).
+helper_kubehsm_LDFLAGS = $(AM_LDFLAGS) $(KH_FRONT_LDFLAGS) $(KH_FRONT_EARLY_LDFLAGS)
 
 pkglibexec_PROGRAMS += helper/kubehsm-tool
 helper_kubehsm_tool_SOURCES = \

@@ -68,6 +68,23 @@ if [ $static = yes ]; then
 	is "$(awk '/execve\(.*kubehsm-tool/ {exit} /openat\(/ {print}' "$KH_TMP/tool.trace" | grep -c . || true)" 0 \
 		"the static front end opens no file at all before it hands over"
 fi
+if nm "$KUBEHSM" | grep -q ' T kh_front_entry$'; then
+	# x86-64: the hand-over runs from the entry point, before glibc
+	# (helper/kh_front_early.c): the front end's only system calls are
+	# the readlink that finds the tool and the execve.
+	env "$NOLSAN" strace -f -o "$KH_TMP/early.trace" "$KUBEHSM" config --help >/dev/null 2>&1
+	is "$(awk '/execve\(.*kubehsm-tool.* = 0$/ {exit} NR > 1 {sub(/^[0-9]+ +/, ""); sub(/\(.*/, ""); print}' \
+		"$KH_TMP/early.trace" | tr '\n' ' ')" "readlink " \
+		"the front end hands over before its C library starts (readlink, then execve)"
+	is "$(readelf -hW "$KUBEHSM" | awk '/Entry point/ {print $4}')" \
+		"0x$(nm "$KUBEHSM" | awk '$3 == "kh_front_entry" {sub(/^0+/, "", $1); print $1}')" \
+		"... from its own entry point"
+	# Nothing of glibc is set up there: no call (IFUNCs and PLT), no
+	# %fs (TLS: errno, the stack protector's canary).
+	early=$(objdump -d --no-show-raw-insn "$KUBEHSM" | awk '/<kh_front_early>:/ {p = 1; next} p && /^$/ {exit} p')
+	unlike "$early" "[[:space:]]call|%fs:" "kh_front_early calls nothing and touches no TLS"
+	like "$early" "syscall" "... and speaks to the kernel itself"
+fi
 run "$KUBEHSM" config --help
 is "$rc" 0 "kubehsm config --help runs through the tool"
 run "$KUBEHSM" no-such-command
