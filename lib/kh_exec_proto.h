@@ -90,6 +90,9 @@ int kh_format_rfc3339(time_t t, char *buf, size_t size, kh_error *err);
 
 /*
  * Encode the ExecCredential answer: one compact JSON line plus '\n'.
+ * kubehsm exec no longer calls this on its path (it serves the answer the
+ * login rendered, below); it stays the reference the pre-rendered answer
+ * must equal byte for byte (tests/unit).
  * cert_pem: session certificate then issuer chain; key_pem: the session key
  * (secret). On success *out is a NUL-terminated malloc'd buffer of *out_len
  * bytes (excluding the NUL); release it with kh_secure_strfree() — it holds
