@@ -4,11 +4,16 @@ OUT ?= .
 CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
 PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
-	$(OUT)/pam_floor.so
+	$(OUT)/pam_floor.so \
+	$(OUT)/hop_floor
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
 	$(CC) $(CFLAGS) -o $@ $<
+# Linked like the kubehsm front end (static-pie; on x86-64 its own entry).
+$(OUT)/hop_floor: floor/hop_floor.c
+	$(CC) $(CFLAGS) -static-pie $$(case "$$($(CC) -dumpmachine)" in x86_64-*linux*) \
+		echo -Wl,-e,hop_entry ;; esac) -o $@ $<
 $(OUT)/loadgen: floor/loadgen.c
 	$(CC) $(CFLAGS) -o $@ $<
 $(OUT)/sign_floor: floor/sign_floor.c

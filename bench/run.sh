@@ -19,6 +19,9 @@
 #                     default: an out-of-tree build in /var/tmp/kubehsm-bench-build
 #   BENCH_ROUNDS / BENCH_RUNS / BENCH_WARMUP / BENCH_LOAD_N   override the mode
 #   BENCH_OUT=DIR     raw data (default /var/tmp/kubehsm-bench): DIR/main/
+#   BENCH_ONLY="exec sign ..."   run only these groups of rows: exec (and its
+#                     RSS), kubectl, sign (and signtoken), load, login;
+#                     RESULTS.md then says "not measured" for the rest
 #
 # Results: bench/RESULTS.md and bench/latency.png (committed); the raw data
 # (hyperfine JSON, CSV, summary.json, latency.dat) in $BENCH_OUT/main/,
@@ -96,6 +99,8 @@ chmod 0755 "$KH_BUILDDIR" "$KH_BUILDDIR/helper" "$KH_BUILDDIR/tests" 2>/dev/null
 RES=${BENCH_OUT:-/var/tmp/kubehsm-bench}/main
 RAW=$RES/raw
 rm -rf "$RES"; mkdir -p "$RAW" || { echo "bench: cannot create $RAW" >&2; exit 1; }
+ONLY=${BENCH_ONLY:-}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 
@@ -114,9 +119,13 @@ die() { echo "bench: FAILED: $*" >&2; exit 1; }
 	echo "kubehsm_build=$KH_BUILDDIR"
 	echo "kubehsm_commit=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)"
 	# The shared objects `kubehsm exec` maps (the front end; its libc and
-	# loader are the floor's too).
-	echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
-		awk '$1 !~ /^linux-vdso/ {print $1}' | sort -u | tr '\n' ' ')"
+	# loader are the floor's too): none when it is static-pie.
+	if readelf -lW "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null | grep -q INTERP; then
+		echo "kubehsm_libs=$(ldd "$KH_BUILDDIR/helper/kubehsm" 2>/dev/null |
+			awk '$1 !~ /^linux-vdso/ {print $1}' | sort -u | tr '\n' ' ')"
+	else
+		echo "kubehsm_libs=none (static-pie)"
+	fi
 } >"$RES/machine.txt"
 
 # --- floor programs -------------------------------------------------------------
@@ -280,6 +289,7 @@ HF=$KH_TMP/hf   # hyperfine, as the user, writes its JSON there
 install -d -o "$U" -m 0700 "$HF"
 
 # Target 1: the exec plugin's warm path.
+if want exec; then
 MRUNS=$FAST_RUNS measure exec "$U" \
 	kubehsm "$KUBEHSM exec" \
 	floor "$FLOOR/exec_floor $KH_TMP/execcred.json" \
@@ -299,23 +309,29 @@ rss kubehsm "$KUBEHSM" exec
 rss floor "$FLOOR/exec_floor" "$KH_TMP/execcred.json"
 rss gke "$GKE"
 rss kubehsm-sign "$KUBEHSM" sign "$SIGNREQ"
+fi
 
 # Target 2: kubectl end to end.
-measure kubectl "$U" \
+want kubectl && measure kubectl "$U" \
 	exec-plugin "$KUBECTL --kubeconfig $KC_EXEC get --raw /version" \
 	static-cert "$KUBECTL --kubeconfig $KC_STATIC get --raw /version"
 
 # Target 3: the signer.
+if want sign; then
 MRUNS=$FAST_RUNS measure sign "$U" \
 	kubehsm-sign "$KUBEHSM sign '$SIGNREQ'" \
 	exec-floor "$FLOOR/exec_floor $KH_TMP/signresp.json" \
 	ssl-floor "$FLOOR/ssl_floor $KH_TMP/signresp.json" \
-	sign-floor "$FLOOR/sign_floor $SESS/key.pem $DIGEST"
+	sign-floor "$FLOOR/sign_floor $SESS/key.pem $DIGEST" \
+	hop-sign-floor "$FLOOR/hop_floor $FLOOR/sign_floor $SESS/key.pem $DIGEST" \
+	tool-sign "$KH_BUILDDIR/helper/kubehsm-tool sign '$SIGNREQ'"
 measure signtoken "$U" \
 	kubehsm-sign-token "$KUBEHSM sign --key token '$SIGNREQ'" \
 	p11-floor "$FLOOR/p11_floor $PKI_MODULE $U $PIN kube $DIGEST"
+fi
 
 # Target 5: shared-host load, 20 users with sessions.
+if want load; then
 log "load: $LOAD_USERS users"
 LU=()
 for i in $(seq 1 $LOAD_USERS); do
@@ -361,6 +377,7 @@ for ((r = 0; r < LOAD_ROUNDS; r++)); do
 		load_round "$r" kubehsm "$KUBEHSM" exec
 	fi
 done
+fi
 
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RES/machine.txt"
 echo "exec_credential_bytes=$EXEC_BYTES" >>"$RES/machine.txt"
@@ -373,6 +390,6 @@ gnuplot -e "datafile='$RES/latency.dat'; outfile='$BENCH/latency.png'" "$BENCH/l
 
 # Target 4: the login row, last (the logins come and go): its own script,
 # namespace, users and tokens; it writes the login section of RESULTS.md.
-BENCH_OUT=$(dirname "$RES") bash "$BENCH/login_row.sh" $([ $QUICK = 1 ] && echo --quick) ||
+want login && BENCH_OUT=$(dirname "$RES") bash "$BENCH/login_row.sh" $([ $QUICK = 1 ] && echo --quick) ||
 	die "the login row (bench/login_row.sh)"
 log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/, $(dirname "$RES")/login-row/"

@@ -84,10 +84,47 @@ int kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
 /*
  * Find the calling process's valid record for issuer_id ("" = default):
  * the session keyring first, then the user keyring.  On a miss returns -1,
- * sets *miss and a message saying why and what to do.
+ * sets *miss and a message saying why and what to do.  The record's user
+ * must be the caller's account (kh_cache_account_db).
  */
 int kh_cache_find(const char *issuer_id, struct kh_record **out,
 		  enum kh_cache_miss *miss, kh_error *err);
+
+/* kh_cache_find taking only the session key out of the record's exec
+ * answer (cert_chain_pem is NULL unless the relay holds the key): what a
+ * signer needs for a SignRequest, without decoding the chain. */
+int kh_cache_find_key(const char *issuer_id, struct kh_record **out,
+		      enum kh_cache_miss *miss, kh_error *err);
+
+/*
+ * Whether `user`, the account a record was issued to, is the caller's
+ * account: the kernel keeps a uid's keys after the account is deleted, so a
+ * uid handed to a new account can find the old holder's record.  0 it is,
+ * -1 it is not (err says why), KH_CACHE_ACCOUNT_UNKNOWN this check cannot
+ * tell.
+ *
+ * kh_cache_account_logname: the login's LOGNAME only (set by login, sshd,
+ * su and sudo from the account database); UNKNOWN when unset or naming
+ * someone else.  No system call, and nothing of NSS linked: what a static
+ * program can do.
+ * kh_cache_account_db: LOGNAME, then the account database (getpwuid_r) —
+ * always decides.  In its own file, so a program that does not use it does
+ * not link NSS.
+ */
+#define KH_CACHE_ACCOUNT_UNKNOWN 1
+typedef int (*kh_cache_account_fn)(const char *user, kh_error *err);
+int kh_cache_account_logname(const char *user, kh_error *err);
+int kh_cache_account_db(const char *user, kh_error *err);
+
+/*
+ * kh_cache_find for `kubehsm exec`: every check of kh_cache_find, but the
+ * record decoded with kh_record_decode_answer (exec_answer set, the chain
+ * and the key left in it) and the account checked by `account`.  0 found,
+ * -1 as kh_cache_find, KH_CACHE_ACCOUNT_UNKNOWN when `account` could not
+ * tell for the record found (*out NULL): ask again with kh_cache_account_db.
+ */
+int kh_cache_find_answer(const char *issuer_id, kh_cache_account_fn account,
+			 struct kh_record **out, enum kh_cache_miss *miss, kh_error *err);
 
 /* The cached PIN, if session.cache_pin stored one.  Wipe with kh_secure_strfree. */
 int kh_cache_find_pin(const char *issuer_id, char **pin, kh_error *err);

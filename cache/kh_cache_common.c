@@ -59,13 +59,13 @@ kh_cache_check_attributes(uid_t owner, key_perm_t perm, uid_t want, kh_error *er
 }
 
 int
-kh_cache_decode(const char *payload, size_t len, uid_t owner, const char *issuer_id,
-		struct kh_record **out, kh_error *err)
+kh_cache_decode_as(const char *payload, size_t len, uid_t owner, const char *issuer_id,
+		   enum kh_record_take take, struct kh_record **out, kh_error *err)
 {
 	struct kh_record *rec = NULL;
 
 	*out = NULL;
-	if (kh_record_decode(payload, len, &rec, err) != 0)
+	if (kh_record_decode_take(payload, len, take, &rec, err) != 0)
 		return -1;
 	if (strcmp(rec->issuer_id, issuer_id) != 0) {
 		kh_record_free(rec);
@@ -79,12 +79,19 @@ kh_cache_decode(const char *payload, size_t len, uid_t owner, const char *issuer
 	return 0;
 }
 
+int
+kh_cache_decode(const char *payload, size_t len, uid_t owner, const char *issuer_id,
+		struct kh_record **out, kh_error *err)
+{
+	return kh_cache_decode_as(payload, len, owner, issuer_id, KH_RECORD_TAKE_PEMS, out, err);
+}
+
 const char *
 kh_cache_desc_issuer(const char *desc, const char *kind)
 {
 	char prefix[32];
 	size_t n;
-	int len = snprintf(prefix, sizeof(prefix), "kubehsm:%s:v%d", kind, KH_RECORD_VERSION);
+	int len = snprintf(prefix, sizeof(prefix), "kubehsm:%s:v%d", kind, KH_RECORD_DESC_VERSION);
 
 	if (len < 0 || (size_t)len >= sizeof(prefix))
 		return NULL;
@@ -94,40 +101,6 @@ kh_cache_desc_issuer(const char *desc, const char *kind)
 	if (desc[n] == '\0')
 		return desc + n;
 	return desc[n] == ':' ? desc + n + 1 : NULL;
-}
-
-int
-kh_cache_parse_description(const char *text, uid_t *owner, key_perm_t *perm,
-			   char *desc, size_t desclen)
-{
-	const char *p;
-	char *end;
-	unsigned long v;
-
-	if (strncmp(text, "user;", 5) != 0)
-		return -1;
-	p = text + 5;
-	errno = 0;
-	v = strtoul(p, &end, 10);
-	if (errno != 0 || end == p || *end != ';' || v > UINT32_MAX)
-		return -1;
-	*owner = (uid_t)v;
-	p = strchr(end + 1, ';');   /* skip the gid */
-	if (p == NULL)
-		return -1;
-	errno = 0;
-	v = strtoul(p + 1, &end, 16);
-	if (errno != 0 || end == p + 1 || *end != ';' || v > UINT32_MAX)
-		return -1;
-	*perm = (key_perm_t)v;
-	if (desc != NULL) {
-		size_t l = strlen(end + 1);
-
-		if (l >= desclen)
-			return -1;
-		memcpy(desc, end + 1, l + 1);
-	}
-	return 0;
 }
 
 #define MARKER_PREFIX "revoked "

@@ -17,7 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pwd.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +25,6 @@
 
 #include "cache/kh_cache_int.h"
 #include "lib/kh_mem.h"
-
-#define KH_READ_RETRIES 3
 
 /* Where a lookup stands: the most telling reason so far. */
 struct lookup {
@@ -79,36 +77,32 @@ describe_key(key_serial_t key, uid_t *owner, key_perm_t *perm, kh_error *err)
 	return 0;
 }
 
-/* Read a key's payload into a buffer we own (and wipe). */
+/*
+ * Read a key's payload into a buffer we own (and wipe).  One read into a
+ * buffer one byte larger than any record: the kernel copies what fits and
+ * returns the whole size, so a larger key is seen as such, and a key
+ * replaced between two reads (size, then data) cannot happen.
+ */
 static int
 read_payload(key_serial_t key, char **buf, size_t *len, kh_error *err)
 {
-	long size, got;
-	int tries;
+	long got;
 
-	for (tries = 0; tries < KH_READ_RETRIES; tries++) {
-		size = keyctl_read(key, NULL, 0);
-		if (size < 0)
-			return kh_cache_keyring_fail(err, errno, "reading the session key");
-		if (size == 0 || size > KH_RECORD_MAX)
-			return kh_fail(err, KH_ERR_REFUSED,
-				       "session record size %ld is outside 1..%d bytes",
-				       size, KH_RECORD_MAX);
-		*buf = malloc((size_t)size + 1);
-		if (*buf == NULL)
-			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		got = keyctl_read(key, *buf, (size_t)size);
-		if (got == size) {
-			(*buf)[size] = '\0';
-			*len = (size_t)size;
-			return 0;
-		}
-		kh_secure_free(*buf, (size_t)size + 1);
-		*buf = NULL;
-		if (got < 0)
-			return kh_cache_keyring_fail(err, errno, "reading the session key");
+	*buf = malloc(KH_RECORD_MAX + 1);
+	if (*buf == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	got = keyctl_read(key, *buf, KH_RECORD_MAX + 1);
+	if (got > 0 && got <= KH_RECORD_MAX) {
+		(*buf)[got] = '\0';
+		*len = (size_t)got;
+		return 0;
 	}
-	return kh_fail(err, KH_ERR_REFUSED, "the session key kept changing while read");
+	kh_secure_free(*buf, KH_RECORD_MAX + 1);
+	*buf = NULL;
+	if (got < 0)
+		return kh_cache_keyring_fail(err, errno, "reading the session key");
+	return kh_fail(err, KH_ERR_REFUSED, "session record size %ld is outside 1..%d bytes",
+		       got, KH_RECORD_MAX);
 }
 
 /*
@@ -187,11 +181,9 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
 }
 
 /*
- * The kernel keeps a uid's keys after the account is deleted, so a uid
- * handed to a new account can find the old holder's record, still valid
- * and naming the old holder.  The record carries the user name it was
- * issued to: it must be the caller's account name, or kubectl would act as
- * the old holder by accident.
+ * The account check (see kh_cache.h): a record names the account it was
+ * issued to, which must be the caller's, or kubectl would act as the old
+ * holder of a reused uid by accident.
  *
  * This guards against accidents, not against the new holder: the record is
  * readable by its uid, so whoever holds the uid can read it with keyctl
@@ -200,25 +192,17 @@ explain_miss(enum kh_cache_miss miss, const char *detail, kh_error *err)
  * from the account database, is as good a witness as the database itself:
  * when it names the record's user the names agree, and exec does not pay
  * for an NSS lookup (nsswitch.conf, nscd probes, /etc/passwd or a directory
- * server: a third of its cost with local files) on every kube request.  When
- * LOGNAME is unset or names anyone else, the account database decides.
+ * server: a third of its cost with local files) on every kube request.
+ * When LOGNAME is unset or names anyone else, only the account database can
+ * decide (kh_cache_account_db, kh_cache_account.c).
  */
-static int
-check_account_name(const char *user, kh_error *err)
+int
+kh_cache_account_logname(const char *user, kh_error *err)
 {
 	const char *logname = getenv("LOGNAME");
-	struct passwd pw, *found = NULL;
-	char buf[4096];
 
-	if (logname != NULL && strcmp(logname, user) == 0)
-		return 0;
-	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
-		return kh_fail(err, KH_ERR_REFUSED, "uid %u has no account name to match "
-			       "the session record against", (unsigned)getuid());
-	if (strcmp(user, found->pw_name) != 0)
-		return kh_fail(err, KH_ERR_REFUSED, "the session record was issued to user "
-			       "'%s', not to '%s' (a reused uid?)", user, found->pw_name);
-	return 0;
+	(void)err;
+	return logname != NULL && strcmp(logname, user) == 0 ? 0 : KH_CACHE_ACCOUNT_UNKNOWN;
 }
 
 /*
@@ -226,46 +210,64 @@ check_account_name(const char *user, kh_error *err)
  * a uid's keys after userdel, so a new account given the uid inherits the
  * old holder's marker, and must not be told that a session it never had
  * "was ended".  The marker names the account whose session it was; the
- * rule is the one the record itself is held to (check_account_name): the
- * caller's account name.  An account re-created with the same name and
- * uid is, to that check and to the rest of the system, the same account.
- * A marker naming no account (an older kubehsm's) is nobody's.
+ * rule is the one the record itself is held to (the lookup's account
+ * check): the caller's account name.  An account re-created with the same
+ * name and uid is, to that check and to the rest of the system, the same
+ * account.  A marker naming no account (an older kubehsm's) is nobody's.
  */
+struct marker_ctx {
+	kh_cache_account_fn account;
+	int undecided;          /* the account check could not tell */
+};
+
 static int
 accept_marker(key_serial_t key, void *ctx, struct lookup *lk)
 {
+	struct marker_ctx *c = ctx;
 	char *buf = NULL, user[256];
 	size_t len = 0;
-	int rc;
+	int rc = -1;
 
-	(void)ctx;
 	(void)lk;
 	if (read_payload(key, &buf, &len, NULL) != 0)
 		return -1;
-	rc = kh_cache_marker_user(buf, len, user, sizeof(user)) == 0 &&
-	     check_account_name(user, NULL) == 0 ? 0 : -1;
+	if (kh_cache_marker_user(buf, len, user, sizeof(user)) == 0) {
+		rc = c->account(user, NULL);
+		if (rc == KH_CACHE_ACCOUNT_UNKNOWN) {
+			c->undecided = 1;
+			rc = 0;
+		}
+	}
 	kh_secure_free(buf, len + 1);
-	return rc;
+	return rc == 0 ? 0 : -1;
 }
 
 /* The user dropped their record (logout) or root revoked it: did that
  * leave its marker?  Only improves the message. */
-static int
-ended_marker_present(const char *issuer_id)
+enum marker { MARKER_NONE, MARKER_OWN, MARKER_UNDECIDED };
+
+static enum marker
+ended_marker_present(const char *issuer_id, kh_cache_account_fn account)
 {
 	struct lookup lk = { .miss = KH_MISS_NONE };
+	struct marker_ctx c = { .account = account };
 	char desc[KH_DESC_MAX];
 
 	if (kh_record_description("ended", issuer_id, desc, sizeof(desc), NULL) != 0)
-		return 0;
-	return find_own(desc, accept_marker, NULL, &lk) == 1;
+		return MARKER_NONE;
+	if (find_own(desc, accept_marker, &c, &lk) != 1)
+		return MARKER_NONE;
+	return c.undecided ? MARKER_UNDECIDED : MARKER_OWN;
 }
 
 struct record_ctx {
 	const char *issuer_id;
+	enum kh_record_take take;
+	kh_cache_account_fn account;
 	struct kh_record *rec;
 	kh_error fatal;         /* an internal failure (memory), not a refusal */
 	int failed;
+	int undecided;          /* the account check could not tell */
 };
 
 static int
@@ -281,9 +283,18 @@ accept_record(key_serial_t key, void *ctx, struct lookup *lk)
 	kh_error_clear(&why);
 	if (read_payload(key, &buf, &len, &why) != 0)
 		goto refused;
-	rc = kh_cache_decode(buf, len, getuid(), c->issuer_id, &rec, &why);
+	rc = kh_cache_decode_as(buf, len, getuid(), c->issuer_id, c->take, &rec, &why);
 	kh_secure_free(buf, len + 1);
-	if (rc != 0 || check_account_name(rec->user, &why) != 0) {
+	if (rc == 0)
+		rc = c->account(rec->user, &why);
+	if (rc == KH_CACHE_ACCOUNT_UNKNOWN) {
+		/* Stop here: a reader that can ask the account database
+		 * decides for this record. */
+		kh_record_free(rec);
+		c->undecided = 1;
+		return 0;
+	}
+	if (rc != 0) {
 		kh_record_free(rec);
 		goto refused;
 	}
@@ -299,11 +310,11 @@ refused:
 }
 
 int
-kh_cache_find(const char *issuer_id, struct kh_record **out,
-	      enum kh_cache_miss *miss, kh_error *err)
+kh_cache_lookup(const char *issuer_id, enum kh_record_take take, kh_cache_account_fn account,
+		struct kh_record **out, enum kh_cache_miss *miss, kh_error *err)
 {
 	struct lookup lk = { .miss = KH_MISS_NONE };
-	struct record_ctx c = { 0 };
+	struct record_ctx c = { .take = take, .account = account };
 	char desc[KH_DESC_MAX];
 	int rc;
 
@@ -314,6 +325,10 @@ kh_cache_find(const char *issuer_id, struct kh_record **out,
 		return -1;
 	kh_error_clear(&lk.why);
 	rc = find_own(desc, accept_record, &c, &lk);
+	if (rc == 1 && c.undecided) {
+		*miss = KH_MISS_NONE;
+		return KH_CACHE_ACCOUNT_UNKNOWN;
+	}
 	if (rc == 1) {
 		*out = c.rec;
 		*miss = KH_MISS_NONE;
@@ -329,10 +344,27 @@ kh_cache_find(const char *issuer_id, struct kh_record **out,
 	}
 	if (lk.miss == KH_MISS_NONE)
 		lk.miss = KH_MISS_ABSENT;
-	if (lk.miss == KH_MISS_ABSENT && ended_marker_present(c.issuer_id))
-		lk.miss = KH_MISS_REVOKED;
+	if (lk.miss == KH_MISS_ABSENT) {
+		enum marker m = ended_marker_present(c.issuer_id, account);
+
+		if (m == MARKER_UNDECIDED) {
+			/* A reader that can ask the account database says
+			 * whether this "ended" is the caller's. */
+			*miss = KH_MISS_NONE;
+			return KH_CACHE_ACCOUNT_UNKNOWN;
+		}
+		if (m == MARKER_OWN)
+			lk.miss = KH_MISS_REVOKED;
+	}
 	*miss = lk.miss;
 	return explain_miss(lk.miss, lk.why.msg, err);
+}
+
+int
+kh_cache_find_answer(const char *issuer_id, kh_cache_account_fn account,
+		     struct kh_record **out, enum kh_cache_miss *miss, kh_error *err)
+{
+	return kh_cache_lookup(issuer_id, KH_RECORD_TAKE_ANSWER, account, out, miss, err);
 }
 
 struct pin_ctx {

@@ -8,6 +8,7 @@
 #ifndef KH_CACHE_INT_H
 #define KH_CACHE_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -66,6 +67,16 @@ int kh_cache_check_attributes(uid_t owner, key_perm_t perm, uid_t want,
  * current time (kh_record_decode + kh_record_check). */
 int kh_cache_decode(const char *payload, size_t len, uid_t owner,
 		    const char *issuer_id, struct kh_record **out, kh_error *err);
+
+/* The same, taking what `take` says out of the exec part. */
+int kh_cache_decode_as(const char *payload, size_t len, uid_t owner,
+		       const char *issuer_id, enum kh_record_take take, struct kh_record **out,
+		       kh_error *err);
+
+/* The reader, whatever it takes: kh_cache_find, _find_key, _find_answer. */
+int kh_cache_lookup(const char *issuer_id, enum kh_record_take take,
+		    kh_cache_account_fn account, struct kh_record **out,
+		    enum kh_cache_miss *miss, kh_error *err);
 
 /* The issuer id encoded in a key description "kubehsm:<kind>:v1[:<id>]",
  * or NULL when desc is not of that kind. */

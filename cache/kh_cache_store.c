@@ -11,7 +11,7 @@
  *   4. sets the final permissions: user view/read/search/link, nothing for
  *      the possessor, group or other (KH_CACHE_PERM) — from here on root
  *      itself can do nothing with it;
- *   5. a child that fully becomes the user links it into the destination
+ *   5. the keyring helper, which fully becomes the user, links it into the destination
  *      (the user keyring, or for scope "session" the login's session
  *      keyring), displacing the earlier key of that name in one atomic
  *      keyring edit, and invalidates what it supersedes (kh_keyops);

@@ -5,12 +5,13 @@
  * processes of the record's uid may see, read, link or invalidate it.  So
  * every root-side operation on a user's keys (linking a new record into the
  * user keyring, reading the current one, invalidating old ones) runs in a
- * forked child that fully becomes the user — real, effective, saved and
- * filesystem uid and gid, no supplementary groups — and reports back over a
- * pipe.  The host login program (sshd, su, sudo, login) never changes its
- * own credentials, whatever fails (the pattern of pam_ecryptfs).
+ * helper program, kubehsm-keyops, that fully becomes the user — real,
+ * effective, saved and filesystem uid and gid, no supplementary groups —
+ * and reports back over a socket.  The host login program (sshd, su, sudo,
+ * login) never changes its own credentials, whatever fails (the pattern of
+ * pam_ecryptfs), and none of its memory is in a process of the user's.
  *
- * The child inherits the caller's keyrings, so KEY_SPEC_SESSION_KEYRING is
+ * The helper inherits the caller's keyrings, so KEY_SPEC_SESSION_KEYRING is
  * the login's session keyring (set up by pam_keyinit) and
  * KEY_SPEC_USER_KEYRING resolves to the user's own.
  *
@@ -71,11 +72,12 @@ struct kh_keyop_result {
 };
 
 /*
- * Run ops, in order, in a child that becomes uid (and that account's
+ * Run ops, in order, in the helper, which becomes uid (and that account's
  * primary group, or nogroup for a uid with no account).  Root, or a user
- * for their own uid (then the child changes no ids).
+ * for their own uid (then the helper changes no ids).  At most
+ * KH_KEYOPS_MAX_OPS (kh_keyops_wire.h) operations.
  * Every answer, including per-operation failures, is in *res; the call
- * itself fails (-1) only when the child could not be run to completion.
+ * itself fails (-1) only when the helper could not be run to completion.
  */
 int kh_keyops_run(uid_t uid, const struct kh_keyop *ops, size_t nops,
 		  struct kh_keyop_result **res, size_t *nres, kh_error *err);

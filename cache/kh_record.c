@@ -7,10 +7,10 @@
  * fields are refused so a future format cannot be half-understood.
  *
  * Layout (see kh_record.h): one line of JSON with every small field and the
- * length of each PEM text, then the PEM texts themselves, back to back.
- * The PEM texts are four fifths of the record; keeping them out of the JSON
- * lexer (which copies and escapes byte by byte) halves the instructions of
- * `kubehsm exec`, which reads this record on every kube request.
+ * length of each part, then the parts themselves, back to back.  The parts
+ * are four fifths of the record and stay out of the header's JSON lexer
+ * (which copies and checks byte by byte): `kubehsm exec` reads this record
+ * on every kube request, and serves its exec part as it is.
  */
 #include "config.h"
 
@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "lib/kh_exec_proto.h"
 #include "lib/kh_json.h"
 #include "lib/kh_mem.h"
 #include "cache/kh_record.h"
@@ -32,13 +33,13 @@
 
 static const char *const record_fields[] = {
 	"kind", "v", "uid", "user", "issuer", "scope", "kube_user", "groups",
-	"created", "expires", "logins", "token_uri", "pem", NULL,
+	"created", "expires", "logins", "token_uri", "parts", NULL,
 };
 
-/* The PEM texts after the header line, in this order; "pem" in the header
+/* The parts after the header line, in this order; "parts" in the header
  * gives each one's length in bytes. */
-enum { KH_PEM_CHAIN, KH_PEM_KEY, KH_PEM_TOKEN_CERT, KH_PEM_COUNT };
-static const char *const pem_names[KH_PEM_COUNT] = { "chain", "key", "token_cert" };
+enum { KH_PART_EXEC, KH_PART_CHAIN, KH_PART_TOKEN_CERT, KH_PART_COUNT };
+static const char *const part_names[KH_PART_COUNT] = { "exec", "chain", "token_cert" };
 
 /* Issuer ids appear in key descriptions: keep them to a plain alphabet. */
 static int
@@ -68,10 +69,10 @@ kh_record_description(const char *kind, const char *issuer_id, char *buf,
 		return kh_fail(err, KH_ERR_INPUT, "invalid issuer id '%.40s'",
 			       issuer_id);
 	if (issuer_id[0] == '\0')
-		n = snprintf(buf, buflen, "kubehsm:%s:v%d", kind, KH_RECORD_VERSION);
+		n = snprintf(buf, buflen, "kubehsm:%s:v%d", kind, KH_RECORD_DESC_VERSION);
 	else
 		n = snprintf(buf, buflen, "kubehsm:%s:v%d:%s", kind,
-			     KH_RECORD_VERSION, issuer_id);
+			     KH_RECORD_DESC_VERSION, issuer_id);
 	if (n < 0 || (size_t)n >= buflen)
 		return kh_fail(err, KH_ERR_INTERNAL, "key description too long");
 	return 0;
@@ -95,11 +96,25 @@ text_valid(const char *s, size_t len, size_t max, int allow_newlines)
 	return 1;
 }
 
+/* The bytes PEM text may hold: printable ASCII, line ends, and anything
+ * past ASCII (comments in a certificate file may be UTF-8).  A table: exec
+ * checks the token certificate on every kube request. */
+static const unsigned char pem_text_byte[256] = {
+	['\n'] = 1, [0x20 ... 0x7e] = 1, [0x80 ... 0xff] = 1,
+};
+
+/* PEM text of len bytes at s (not necessarily NUL-terminated): printable,
+ * lines, no NUL, starting with an armour line. */
 static int
 pem_valid(const char *s, size_t len)
 {
-	return text_valid(s, len, KH_RECORD_MAX, 1) &&
-	       strncmp(s, "-----BEGIN ", 11) == 0;
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	if (len < 11 || len > KH_RECORD_MAX || memcmp(s, "-----BEGIN ", 11) != 0)
+		return 0;
+	while (p < end && pem_text_byte[*p])
+		p++;
+	return p == end;
 }
 
 /* ---- encode ------------------------------------------------------------ */
@@ -144,9 +159,9 @@ groups_to_json(const struct kh_record *rec)
 	return arr;
 }
 
-/* The header line: every field but the PEM texts, whose lengths it gives. */
+/* The header line: every field but the parts, whose lengths it gives. */
 static json_t *
-header_to_json(const struct kh_record *rec, const size_t pem_len[KH_PEM_COUNT])
+header_to_json(const struct kh_record *rec, const size_t part_len[KH_PART_COUNT])
 {
 	return json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I,"
 			 " s:s, s:{s:I, s:I, s:I}}",
@@ -162,47 +177,79 @@ header_to_json(const struct kh_record *rec, const size_t pem_len[KH_PEM_COUNT])
 			 "expires", (json_int_t)rec->expires,
 			 "logins", (json_int_t)rec->logins,
 			 "token_uri", rec->token_uri ? rec->token_uri : "",
-			 "pem",
-			 pem_names[KH_PEM_CHAIN], (json_int_t)pem_len[KH_PEM_CHAIN],
-			 pem_names[KH_PEM_KEY], (json_int_t)pem_len[KH_PEM_KEY],
-			 pem_names[KH_PEM_TOKEN_CERT], (json_int_t)pem_len[KH_PEM_TOKEN_CERT]);
+			 "parts",
+			 part_names[KH_PART_EXEC], (json_int_t)part_len[KH_PART_EXEC],
+			 part_names[KH_PART_CHAIN], (json_int_t)part_len[KH_PART_CHAIN],
+			 part_names[KH_PART_TOKEN_CERT], (json_int_t)part_len[KH_PART_TOKEN_CERT]);
+}
+
+/*
+ * The parts: with the session key, the rendered exec answer (the chain and
+ * the key live only there); without it (the relay holds the key), the
+ * chain as PEM.  *answer is the rendered answer to free (secret), or NULL.
+ */
+static int
+encode_parts(const struct kh_record *rec, const char *part[KH_PART_COUNT],
+	     size_t part_len[KH_PART_COUNT], char **answer, size_t *answer_len,
+	     kh_error *err)
+{
+	static const char *const what[] = { "chain", "key", "token_cert" };
+	const char *const pems[] = { rec->cert_chain_pem, rec->key_pem, rec->token_cert_pem };
+	size_t i;
+
+	*answer = NULL;
+	*answer_len = 0;
+	for (i = 0; i < KH_PART_COUNT; i++) {
+		part[i] = NULL;
+		part_len[i] = 0;
+	}
+	for (i = 0; i < 3; i++)
+		if (pems[i] != NULL && !pem_valid(pems[i], strnlen(pems[i], KH_RECORD_MAX + 1)))
+			return kh_fail(err, KH_ERR_INPUT, "session record: the %s is not PEM "
+				       "text of at most %d bytes", what[i], KH_RECORD_MAX);
+	if (rec->key_pem != NULL) {
+		if (kh_exec_answer_render((time_t)rec->expires, rec->cert_chain_pem,
+					  rec->key_pem, answer, answer_len, err) != 0)
+			return -1;
+		part[KH_PART_EXEC] = *answer;
+		part_len[KH_PART_EXEC] = *answer_len;
+	} else {
+		part[KH_PART_CHAIN] = rec->cert_chain_pem;
+		part_len[KH_PART_CHAIN] = strlen(rec->cert_chain_pem);
+	}
+	part[KH_PART_TOKEN_CERT] = rec->token_cert_pem;
+	part_len[KH_PART_TOKEN_CERT] = strlen(rec->token_cert_pem);
+	return 0;
 }
 
 int
 kh_record_encode(const struct kh_record *rec, char **out, size_t *len,
 		 kh_error *err)
 {
-	const char *pem[KH_PEM_COUNT];
-	size_t pem_len[KH_PEM_COUNT], hlen, total, off, i;
+	const char *part[KH_PART_COUNT];
+	size_t part_len[KH_PART_COUNT], hlen, total, off, i, answer_len;
+	char *header, *text, *answer;
 	json_t *doc;
-	char *header, *text;
 
 	*out = NULL;
 	*len = 0;
-	if (record_shape_ok(rec, err) != 0)
+	if (record_shape_ok(rec, err) != 0 ||
+	    encode_parts(rec, part, part_len, &answer, &answer_len, err) != 0)
 		return -1;
-	pem[KH_PEM_CHAIN] = rec->cert_chain_pem;
-	pem[KH_PEM_KEY] = rec->key_pem;
-	pem[KH_PEM_TOKEN_CERT] = rec->token_cert_pem;
-	for (i = 0; i < KH_PEM_COUNT; i++) {
-		pem_len[i] = pem[i] != NULL ? strnlen(pem[i], KH_RECORD_MAX + 1) : 0;
-		if (pem[i] == NULL && i == KH_PEM_KEY)
-			continue;       /* a record without the key: length 0 */
-		if (!pem_valid(pem[i], pem_len[i]))
-			return kh_fail(err, KH_ERR_INPUT, "session record: the %s is not PEM text "
-				       "of at most %d bytes", pem_names[i], KH_RECORD_MAX);
-	}
-	doc = header_to_json(rec, pem_len);
-	if (doc == NULL)
+	doc = header_to_json(rec, part_len);
+	header = doc != NULL ? kh_json_dump_secret(doc, &hlen) : NULL;   /* compact: no raw newline */
+	json_decref(doc);
+	if (header == NULL) {
+		kh_secure_free(answer, answer_len + 1);
 		return kh_fail(err, KH_ERR_INTERNAL,
 			       "cannot encode the session record (invalid UTF-8 or out of memory)");
-	header = kh_json_dump_secret(doc, &hlen);   /* compact: no raw newline */
-	json_decref(doc);
-	if (header == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "cannot encode the session record");
-	total = hlen + 1 + pem_len[0] + pem_len[1] + pem_len[2];   /* each <= KH_RECORD_MAX */
+	}
+	total = hlen + 1;   /* each part <= KH_RECORD_MAX: no overflow */
+	for (i = 0; i < KH_PART_COUNT; i++)
+		total += part_len[i];
 	if (total > KH_RECORD_MAX) {
 		free(header);
+		kh_secure_free(answer, answer_len + 1);
 		return kh_fail(err, KH_ERR_INPUT,
 			       "session record is %zu bytes, over the %d-byte limit "
 			       "(too many groups or too long a certificate chain)",
@@ -211,18 +258,20 @@ kh_record_encode(const struct kh_record *rec, char **out, size_t *len,
 	text = malloc(total + 1);
 	if (text == NULL) {
 		free(header);
+		kh_secure_free(answer, answer_len + 1);
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
 	memcpy(text, header, hlen);
 	text[hlen] = '\n';
 	off = hlen + 1;
-	for (i = 0; i < KH_PEM_COUNT; i++) {
-		if (pem_len[i] > 0)
-			memcpy(text + off, pem[i], pem_len[i]);
-		off += pem_len[i];
+	for (i = 0; i < KH_PART_COUNT; i++) {
+		if (part_len[i] > 0)
+			memcpy(text + off, part[i], part_len[i]);
+		off += part_len[i];
 	}
 	text[total] = '\0';
 	free(header);   /* holds no secret: the key is not in the header */
+	kh_secure_free(answer, answer_len + 1);
 	*out = text;
 	*len = total;
 	return 0;
@@ -248,18 +297,14 @@ get_text(json_t *doc, const char *name, size_t max, int allow_empty,
 	return *out ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 }
 
-/* Copy PEM text i out of the record body; the key's copy is wiped on free. */
+/* Copy PEM part i out of the record body. */
 static int
-take_pem(const char *body, size_t off, size_t len, size_t i, char **out, kh_error *err)
+take_pem(const char *part, size_t len, size_t i, char **out, kh_error *err)
 {
-	*out = malloc(len + 1);
-	if (*out == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	memcpy(*out, body + off, len);
-	(*out)[len] = '\0';
-	if (!pem_valid(*out, len))   /* also refuses an embedded NUL */
-		return kh_fail(err, KH_ERR_REFUSED, "record %s is not PEM text", pem_names[i]);
-	return 0;
+	if (!pem_valid(part, len))   /* also refuses an embedded NUL */
+		return kh_fail(err, KH_ERR_REFUSED, "record %s is not PEM text", part_names[i]);
+	*out = strndup(part, len);
+	return *out != NULL ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 }
 
 static int
@@ -366,42 +411,70 @@ decode_fields(json_t *doc, struct kh_record *rec, kh_error *err)
 	return 0;
 }
 
-/* The PEM texts after the header: exactly the lengths "pem" names, in order,
- * filling the rest of the record. */
+/* The parts after the header: exactly the lengths "parts" names, in order,
+ * filling the rest of the record; one of exec and chain, never both. */
 static int
-decode_pem_texts(json_t *doc, const char *body, size_t body_len,
-		 struct kh_record *rec, kh_error *err)
+decode_parts(json_t *doc, const char *body, size_t body_len, enum kh_record_take take,
+	     struct kh_record *rec, kh_error *err)
 {
-	char **dst[KH_PEM_COUNT] = { &rec->cert_chain_pem, &rec->key_pem, &rec->token_cert_pem };
-	json_t *lens = json_object_get(doc, "pem");
-	json_int_t n;
-	size_t off = 0, i;
+	json_t *lens = json_object_get(doc, "parts");
+	const char *part[KH_PART_COUNT];
+	size_t n[KH_PART_COUNT], off = 0, i;
+	json_int_t v;
 
-	if (!json_is_object(lens) || json_object_size(lens) != KH_PEM_COUNT)
-		return kh_fail(err, KH_ERR_REFUSED, "record field 'pem' is invalid");
-	for (i = 0; i < KH_PEM_COUNT; i++) {
-		/* Only the key may be absent (length 0): the relay holds it. */
-		if (get_int(lens, pem_names[i], i == KH_PEM_KEY ? 0 : 1, KH_RECORD_MAX, &n,
-			    err) != 0)
+	if (!json_is_object(lens) || json_object_size(lens) != KH_PART_COUNT)
+		return kh_fail(err, KH_ERR_REFUSED, "record field 'parts' is invalid");
+	for (i = 0; i < KH_PART_COUNT; i++) {
+		if (get_int(lens, part_names[i], i == KH_PART_TOKEN_CERT ? 1 : 0, KH_RECORD_MAX,
+			    &v, err) != 0)
 			return -1;
-		if ((size_t)n > body_len - off)
+		if ((size_t)v > body_len - off)
 			return kh_fail(err, KH_ERR_REFUSED,
-				       "session record is malformed (shorter than its PEM texts)");
-		if (n == 0)
-			continue;
-		if (take_pem(body, off, (size_t)n, i, dst[i], err) != 0)
-			return -1;
-		off += (size_t)n;
+				       "session record is malformed (shorter than its parts)");
+		part[i] = body + off;
+		n[i] = (size_t)v;
+		off += n[i];
 	}
 	if (off != body_len)
 		return kh_fail(err, KH_ERR_REFUSED,
-			       "session record is malformed (bytes after its PEM texts)");
+			       "session record is malformed (bytes after its parts)");
+	if ((n[KH_PART_EXEC] == 0) == (n[KH_PART_CHAIN] == 0))
+		return kh_fail(err, KH_ERR_REFUSED, "session record is malformed "
+			       "(it must hold either the exec answer or the certificate chain)");
+	if (!pem_valid(part[KH_PART_TOKEN_CERT], n[KH_PART_TOKEN_CERT]))
+		return kh_fail(err, KH_ERR_REFUSED, "record token_cert is not PEM text");
+	if (n[KH_PART_CHAIN] > 0 &&
+	    take_pem(part[KH_PART_CHAIN], n[KH_PART_CHAIN], KH_PART_CHAIN, &rec->cert_chain_pem,
+		     err) != 0)
+		return -1;
+	if (n[KH_PART_EXEC] > 0) {
+		/* The exact shape the writer renders, with this record's own
+		 * expiry: what exec serves is well-formed and says when the
+		 * session ends. */
+		if (kh_exec_answer_check(part[KH_PART_EXEC], n[KH_PART_EXEC],
+					 (time_t)rec->expires, err) != 0)
+			return -1;
+		if (take == KH_RECORD_TAKE_ANSWER) {
+			rec->exec_answer = strndup(part[KH_PART_EXEC], n[KH_PART_EXEC]);
+			if (rec->exec_answer == NULL)
+				return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+			rec->exec_answer_len = n[KH_PART_EXEC];
+		} else if (kh_exec_answer_pems(part[KH_PART_EXEC], n[KH_PART_EXEC],
+					       take == KH_RECORD_TAKE_KEY ? NULL : &rec->cert_chain_pem,
+					       &rec->key_pem, err) != 0) {
+			return -1;
+		}
+	}
+	if (take != KH_RECORD_TAKE_ANSWER &&
+	    (take_pem(part[KH_PART_TOKEN_CERT], n[KH_PART_TOKEN_CERT], KH_PART_TOKEN_CERT,
+		      &rec->token_cert_pem, err) != 0))
+		return -1;
 	return 0;
 }
 
 int
-kh_record_decode(const char *buf, size_t len, struct kh_record **out,
-		 kh_error *err)
+kh_record_decode_take(const char *buf, size_t len, enum kh_record_take take,
+		      struct kh_record **out, kh_error *err)
 {
 	struct kh_record *rec;
 	json_error_t jerr;
@@ -430,7 +503,7 @@ kh_record_decode(const char *buf, size_t len, struct kh_record **out,
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
 	if (decode_fields(doc, rec, err) != 0 ||
-	    decode_pem_texts(doc, nl + 1, len - hlen - 1, rec, err) != 0) {
+	    decode_parts(doc, nl + 1, len - hlen - 1, take, rec, err) != 0) {
 		json_decref(doc);
 		kh_record_free(rec);
 		return -1;
@@ -438,6 +511,19 @@ kh_record_decode(const char *buf, size_t len, struct kh_record **out,
 	json_decref(doc);
 	*out = rec;
 	return 0;
+}
+
+int
+kh_record_decode(const char *buf, size_t len, struct kh_record **out, kh_error *err)
+{
+	return kh_record_decode_take(buf, len, KH_RECORD_TAKE_PEMS, out, err);
+}
+
+int
+kh_record_decode_answer(const char *buf, size_t len, struct kh_record **out,
+			kh_error *err)
+{
+	return kh_record_decode_take(buf, len, KH_RECORD_TAKE_ANSWER, out, err);
 }
 
 int
@@ -471,6 +557,8 @@ kh_record_dup(const struct kh_record *rec)
 	d->key_pem = kh_strdup_or_null(rec->key_pem);
 	d->token_cert_pem = kh_strdup_or_null(rec->token_cert_pem);
 	d->token_uri = kh_strdup_or_null(rec->token_uri);
+	d->exec_answer = rec->exec_answer != NULL ? strndup(rec->exec_answer, rec->exec_answer_len)
+						   : NULL;
 	d->groups = calloc(rec->ngroups + 1, sizeof(char *));
 	if (d->groups == NULL)
 		goto fail;
@@ -483,7 +571,7 @@ kh_record_dup(const struct kh_record *rec)
 	if ((rec->user && !d->user) || (rec->issuer_id && !d->issuer_id) ||
 	    (rec->kube_user && !d->kube_user) || (rec->cert_chain_pem && !d->cert_chain_pem) ||
 	    (rec->key_pem && !d->key_pem) || (rec->token_cert_pem && !d->token_cert_pem) ||
-	    (rec->token_uri && !d->token_uri))
+	    (rec->token_uri && !d->token_uri) || (rec->exec_answer && !d->exec_answer))
 		goto fail;
 	return d;
 fail:
@@ -506,6 +594,8 @@ kh_record_free(struct kh_record *rec)
 	free(rec->groups);
 	free(rec->cert_chain_pem);
 	kh_secure_strfree(rec->key_pem);
+	if (rec->exec_answer != NULL)
+		kh_secure_free(rec->exec_answer, rec->exec_answer_len + 1);
 	free(rec->token_cert_pem);
 	free(rec->token_uri);
 	free(rec);

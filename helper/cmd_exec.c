@@ -3,10 +3,12 @@
  *
  * This runs once per kubectl invocation, for every command of every user, so
  * the warm path is deliberately lean: no policy file, no PKCS#11, no polkit,
- * no network, no disk writes.  Parse KUBERNETES_EXEC_INFO, pick the issuer,
- * read the caller's record from the kernel keyring, print the ExecCredential
- * with one write loop, wipe.  It never reads stdin or prompts: with no valid
- * session it says why and what to do on one stderr line and exits 1.
+ * no network, no disk writes, no JSON encoding.  Parse KUBERNETES_EXEC_INFO,
+ * pick the issuer, read the caller's record from the kernel keyring, check
+ * it, and write the answer the login rendered into it (kh_exec_answer_*)
+ * behind the asked apiVersion, in one write; wipe.  It never reads stdin or
+ * prompts (spec.interactive changes nothing): with no valid session it says
+ * why and what to do on one stderr line and exits 1.
  *
  * Not every client sets KUBERNETES_EXEC_INFO (@kubernetes/client-node and
  * ruby-kubeclient run the plugin without it), so the entry `kubehsm
@@ -49,18 +51,45 @@ kh_exec_usage(FILE *out)
 		"line on stderr, nothing on stdout), 2 usage error.  See kubehsm(1).\n");
 }
 
+/* Write prefix, then ans without its first byte: the answer to the asked
+ * apiVersion (see kh_exec_answer_prefix), in one write. */
+static int
+write_answer(const char *prefix, const char *ans, size_t len)
+{
+	size_t plen, n;
+	char *buf;
+	int rc, e;
+
+	if (prefix == NULL || len < 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	plen = strlen(prefix);
+	n = plen + len - 1;
+	buf = malloc(n);
+	if (buf == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(buf, prefix, plen);
+	memcpy(buf + plen, ans + 1, len - 1);
+	rc = kh_write_all(STDOUT_FILENO, buf, n);
+	e = errno;
+	kh_secure_free(buf, n);
+	errno = e;
+	return rc;
+}
+
 int
-kh_cmd_exec(int argc, char **argv)
+kh_exec_main(int argc, char **argv, kh_cache_account_fn account)
 {
 	const char *issuer_opt = NULL, *issuer;
 	enum kh_exec_api arg_api = KH_EXEC_API_NONE;
 	struct kh_exec_info info;
 	struct kh_record *rec = NULL;
 	enum kh_cache_miss miss = KH_MISS_NONE;
-	char *out = NULL;
-	size_t out_len = 0;
 	kh_error err;
-	int i, rc = KH_EXIT_FAIL;
+	int i, rc = KH_EXIT_FAIL, found;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -100,26 +129,26 @@ kh_cmd_exec(int argc, char **argv)
 		kh_cli_error("cannot keep the session key out of core dumps: %s", strerror(errno));
 		goto out;
 	}
-	if (kh_cache_find(issuer, &rec, &miss, &err) != 0) {
+	found = kh_cache_find_answer(issuer, account, &rec, &miss, &err);
+	if (found == KH_CACHE_ACCOUNT_UNKNOWN) {
+		rc = KH_EXIT_DELEGATE;   /* nothing written: the caller asks again */
+		goto out;
+	}
+	if (found != 0) {
 		kh_cli_error("%s", err.msg);
 		goto out;
 	}
-	if (rec->key_pem == NULL) {
+	if (rec->exec_answer == NULL) {
 		kh_cli_error("%s", KH_CLI_RELAY_ONLY);
 		goto out;
 	}
-	if (kh_exec_response_encode(info.api, (time_t)rec->expires, rec->cert_chain_pem,
-				    rec->key_pem, &out, &out_len, &err) != 0) {
-		kh_cli_error("%s", err.msg);
-		goto out;
-	}
-	if (kh_write_all(STDOUT_FILENO, out, out_len) != 0) {
+	if (write_answer(kh_exec_answer_prefix(info.api), rec->exec_answer,
+			 rec->exec_answer_len) != 0) {
 		kh_cli_error("cannot write the credential to stdout: %s", strerror(errno));
 		goto out;
 	}
 	rc = KH_EXIT_OK;
 out:
-	kh_secure_strfree(out);
 	kh_record_free(rec);
 	kh_exec_info_free(&info);
 	return rc;

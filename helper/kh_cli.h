@@ -8,10 +8,15 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cache/kh_cache.h"
+
 /* Exit statuses, documented in kubehsm(1). */
 #define KH_EXIT_OK       0
 #define KH_EXIT_FAIL     1  /* the operation failed (no session, bad config, ...) */
 #define KH_EXIT_USAGE    2  /* bad command line */
+/* Not an exit status: kh_exec_main could not decide with what it was given
+ * and wrote nothing (see helper/kubehsm.c). */
+#define KH_EXIT_DELEGATE (-1)
 
 /* What exec and sign say when the session key is with kubehsm-relayd. */
 #define KH_CLI_RELAY_ONLY \
@@ -38,7 +43,10 @@ int kh_cli_no_dumps(void);
 const char *kh_cli_config_path(const char *option);
 
 int kh_cmd_config(int argc, char **argv);
-int kh_cmd_exec(int argc, char **argv);
+/* kubehsm exec, checking the record's account with `account`: the front end
+ * passes kh_cache_account_logname and gets KH_EXIT_DELEGATE when that cannot
+ * tell; kubehsm-tool passes kh_cache_account_db. */
+int kh_exec_main(int argc, char **argv, kh_cache_account_fn account);
 int kh_cmd_sign(int argc, char **argv);
 int kh_cmd_status(int argc, char **argv);
 int kh_cmd_logout(int argc, char **argv);

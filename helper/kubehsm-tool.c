@@ -1,8 +1,8 @@
 /*
- * kubehsm-tool.so — every kubehsm subcommand.  The `kubehsm` front end
- * (kubehsm.c) answers `exec` itself and, for anything else, loads this module
- * and calls kh_tool_main with its own arguments: one process, and OpenSSL,
- * libp11 and libconfig only in the commands that need them.
+ * kubehsm-tool — every kubehsm subcommand.  The `kubehsm` front end
+ * (kubehsm.c, a static program) answers `exec` itself and, for anything
+ * else, executes this program in its own place with its own arguments:
+ * OpenSSL, libp11 and libconfig only in the commands that need them.
  *
  * kubehsm — the unprivileged kubehsm command-line tool.
  *
@@ -22,10 +22,19 @@
 
 #include "helper/kh_cli.h"
 #include "lib/kh_json.h"
-#include "helper/kh_tool.h"
+
+/* exec when the front end could not tell whose the record is (LOGNAME
+ * unset or naming someone else): here the account database decides. */
+static int
+cmd_exec(int argc, char **argv)
+{
+	int rc = kh_exec_main(argc, argv, kh_cache_account_db);
+
+	return rc == KH_EXIT_DELEGATE ? KH_EXIT_FAIL : rc;
+}
 
 static const struct kh_cli_command commands[] = {
-	{ "exec", "client-go exec credential plugin (kubectl runs it)", kh_cmd_exec },
+	{ "exec", "client-go exec credential plugin (kubectl runs it)", cmd_exec },
 	{ "sign", "external signer: sign for a client with the session key", kh_cmd_sign },
 	{ "status", "show your kube session (--json too)", kh_cmd_status },
 	{ "login", "start or renew your kube session from inside a login", kh_cmd_login },
@@ -49,10 +58,11 @@ usage(FILE *out)
 }
 
 int
-kh_tool_main(int argc, char **argv)
+main(int argc, char **argv)
 {
 	size_t i;
 
+	kh_json_seed();
 	kh_json_wipe_on_free(true);
 	if (argc < 2) {
 		usage(stderr);

@@ -1,78 +1,93 @@
 /*
  * kubehsm — the front end kubectl runs on every invocation.
  *
- * `kubehsm exec` is the warm path of every kube client on the host, so this
- * program maps only libc (jansson and libkeyutils are embedded): it reads
- * the keyring record and prints the ExecCredential with no crypto library,
- * no PKCS#11 module, no policy file and no D-Bus.  Every other subcommand
- * needs more (OpenSSL, libp11, libconfig) and lives in kubehsm-tool.so,
- * which this program loads only for them, running them in this process.
+ * `kubehsm exec` is the warm path of every kube client on the host.  This
+ * program is linked static-pie (configure.ac, --enable-static-front): no
+ * dynamic loader, no shared library to map or relocate, no symbol lookups;
+ * it reads the keyring record and writes the answer the login rendered into
+ * it.  A static glibc program must not use NSS or dlopen (glibc would load
+ * the modules of whatever glibc is installed into it), so nothing here does:
+ * the record's account is checked against LOGNAME alone
+ * (kh_cache_account_logname).
+ *
+ * Every other subcommand needs OpenSSL, libp11 and libconfig, and lives in
+ * kubehsm-tool, an ordinary dynamic program in $(pkglibexecdir) that this
+ * one executes in its own place (same process, same arguments, same
+ * environment).  So does `exec` in the rare case LOGNAME cannot vouch for
+ * the record's account (unset, or naming another user): the tool asks the
+ * account database, before anything was written.
  */
 #include "config.h"
 
-#include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "helper/kh_cli.h"
 #include "lib/kh_json.h"
-#include "lib/kh_path.h"
 
-/*
- * kubehsm-tool.so beside this binary (an install layout that keeps them
- * together, or libtool's .libs in a build tree), else the configured
- * $(pkglibdir) path (kh_path_beside).
- */
-static int
-tool_path(char *buf, size_t size)
+/* The tool beside this program (a build tree, or an install that keeps
+ * them together), else at its configured path. */
+static const char *
+self_dir_tool(char *buf, size_t size)
 {
-	static const char *const beside[] = { "kubehsm-tool.so", ".libs/kubehsm-tool.so" };
 	char self[PATH_MAX];
-	ssize_t n;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+	int len;
 
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0)
-		self[n] = '\0';
-	return kh_path_beside(n > 0 ? self : NULL, beside, sizeof(beside) / sizeof(beside[0]),
-			      KH_TOOL_PATH, buf, size);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash == NULL)
+		return NULL;
+	len = snprintf(buf, size, "%.*s/kubehsm-tool", (int)(slash - self), self);
+	return len > 0 && (size_t)len < size ? buf : NULL;
 }
 
-/* Load kubehsm-tool.so and run the subcommand in this process. */
+/*
+ * Run the subcommand in kubehsm-tool, in this process's place.  Returns
+ * only on failure.  A tool beside this program that is missing (ENOENT) is
+ * passed over; any other failure there is reported rather than hidden by
+ * the installed tool.
+ */
 static int
 run_tool(int argc, char **argv)
 {
-	int (*tool_main)(int, char **);
-	char tool[PATH_MAX];
-	const char *why;
-	void *handle;
+	char beside[PATH_MAX];
+	const char *tool = self_dir_tool(beside, sizeof(beside));
 
-	if (tool_path(tool, sizeof(tool)) != 0) {
-		kh_cli_error("cannot locate kubehsm-tool.so");
-		return KH_EXIT_FAIL;
+	(void)argc;
+	if (tool != NULL) {
+		execv(tool, argv);
+		if (errno != ENOENT) {
+			kh_cli_error("cannot run %s: %s; is kubehsm completely installed?",
+				     tool, strerror(errno));
+			return KH_EXIT_FAIL;
+		}
 	}
-	handle = dlopen(tool, RTLD_NOW | RTLD_LOCAL);
-	if (handle == NULL) {
-		why = dlerror();
-		kh_cli_error("cannot load %s; is kubehsm completely installed?",
-			     why != NULL ? why : tool);
-		return KH_EXIT_FAIL;
-	}
-	*(void **)&tool_main = dlsym(handle, "kh_tool_main");
-	if (tool_main == NULL) {
-		kh_cli_error("%s is not kubehsm's tool module", tool);
-		return KH_EXIT_FAIL;
-	}
-	return tool_main(argc, argv);   /* the module stays loaded until exit */
+	execv(KH_TOOL_PATH, argv);
+	kh_cli_error("cannot run %s: %s; is kubehsm completely installed?", KH_TOOL_PATH,
+		     strerror(errno));
+	return KH_EXIT_FAIL;
 }
 
 int
 main(int argc, char **argv)
 {
+	int rc;
+
 	if (argc >= 2 && strcmp(argv[1], "exec") == 0) {
+		/* jansson parses only KUBERNETES_EXEC_INFO and the record's
+		 * header here, neither of which holds a secret (the key stays in
+		 * the exec part, which jansson never sees): no wiping allocator
+		 * (kh_json_wipe_on_free), which would cleanse every block. */
 		kh_json_seed();
-		kh_json_wipe_on_free(true);
-		return kh_cmd_exec(argc - 1, argv + 1);
+		rc = kh_exec_main(argc - 1, argv + 1, kh_cache_account_logname);
+		if (rc != KH_EXIT_DELEGATE)
+			return rc;
 	}
 	return run_tool(argc, argv);
 }

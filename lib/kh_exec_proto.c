@@ -358,3 +358,205 @@ out:
 	json_decref(key);
 	return rc;
 }
+
+/* ================================================== the pre-rendered answer */
+
+static const char kh_answer_head[] =
+	"{\"kind\":\"ExecCredential\",\"status\":{\"expirationTimestamp\":\"";
+static const char kh_answer_cert[] = "\",\"clientCertificateData\":\"";
+static const char kh_answer_key[] = "\",\"clientKeyData\":\"";
+static const char kh_answer_tail[] = "\"}}\n";
+
+#define KH_LIT_LEN(s) (sizeof(s) - 1)
+
+const char *
+kh_exec_answer_prefix(enum kh_exec_api api)
+{
+	switch (api) {
+	case KH_EXEC_API_V1:      return "{\"apiVersion\":\"" KH_EXEC_GROUP "/v1\",";
+	case KH_EXEC_API_V1BETA1: return "{\"apiVersion\":\"" KH_EXEC_GROUP "/v1beta1\",";
+	case KH_EXEC_API_NONE:    break;
+	}
+	return NULL;
+}
+
+/* The bytes of PEM text that need no JSON escape: base64, the armour's
+ * dashes and spaces.  The newline is the one escaped byte (\n).  A table:
+ * exec scans 2 KB of it per kube request. */
+static const unsigned char kh_pem_plain[256] = {
+	['A' ... 'Z'] = 1, ['a' ... 'z'] = 1, ['0' ... '9'] = 1,
+	['+'] = 1, ['/'] = 1, ['='] = 1, ['-'] = 1, [' '] = 1,
+};
+
+/*
+ * One escaped PEM text from *p up to its closing quote (excluded), which
+ * must come before end.  Advances *p to the quote.  false if a byte outside
+ * the alphabet (a quote included) or an escape other than \n comes first.
+ */
+static bool
+kh_skip_pem_text(const char **p, const char *end)
+{
+	const unsigned char *s = (const unsigned char *)*p, *e = (const unsigned char *)end;
+
+	if (e - s < 11 || memcmp(s, "-----BEGIN ", 11) != 0)
+		return false;
+	for (;;) {
+		while (s < e && kh_pem_plain[*s])
+			s++;
+		if (s == e)
+			return false;
+		if (*s == '"') {
+			*p = (const char *)s;
+			return true;
+		}
+		if (*s != '\\' || e - s < 2 || s[1] != 'n')
+			return false;
+		s += 2;
+	}
+}
+
+/* Match a literal at *p and advance past it. */
+static bool
+kh_skip_lit(const char **p, const char *end, const char *lit, size_t n)
+{
+	if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+		return false;
+	*p += n;
+	return true;
+}
+
+/*
+ * The fixed shape, and where its two PEM texts are: *cert and *key point
+ * at the opening quote of each JSON string, *cert_len and *key_len count
+ * both quotes.  The timestamp is left for the caller.  0, or -1.
+ */
+static int
+kh_answer_shape(const char *ans, size_t len, const char **stamp, const char **cert,
+		size_t *cert_len, const char **key, size_t *key_len)
+{
+	const char *p = ans, *end = ans + len;
+
+	if (ans == NULL || !kh_skip_lit(&p, end, kh_answer_head, KH_LIT_LEN(kh_answer_head)))
+		return -1;
+	*stamp = p;
+	if ((size_t)(end - p) < 20)
+		return -1;
+	p += 20;
+	*cert = p + KH_LIT_LEN(kh_answer_cert) - 1;   /* the text's opening quote */
+	if (!kh_skip_lit(&p, end, kh_answer_cert, KH_LIT_LEN(kh_answer_cert)) ||
+	    !kh_skip_pem_text(&p, end))
+		return -1;
+	*cert_len = (size_t)(p - *cert) + 1;
+	*key = p + KH_LIT_LEN(kh_answer_key) - 1;
+	if (!kh_skip_lit(&p, end, kh_answer_key, KH_LIT_LEN(kh_answer_key)) ||
+	    !kh_skip_pem_text(&p, end))
+		return -1;
+	*key_len = (size_t)(p - *key) + 1;
+	if (!kh_skip_lit(&p, end, kh_answer_tail, KH_LIT_LEN(kh_answer_tail)) || p != end)
+		return -1;
+	return 0;
+}
+
+int
+kh_exec_answer_check(const char *ans, size_t len, time_t expiry, kh_error *err)
+{
+	const char *stamp_at, *cert, *key;
+	size_t cert_len, key_len;
+	char stamp[32];
+
+	if (kh_format_rfc3339(expiry, stamp, sizeof(stamp), NULL) != 0 ||
+	    kh_answer_shape(ans, len, &stamp_at, &cert, &cert_len, &key, &key_len) != 0 ||
+	    memcmp(stamp_at, stamp, 20) != 0)
+		return kh_fail(err, KH_ERR_REFUSED,
+		               "the pre-rendered ExecCredential is not what kubehsm writes for this session");
+	return 0;
+}
+
+int
+kh_exec_answer_render(time_t expiry, const char *cert_pem, const char *key_pem,
+                      char **out, size_t *out_len, kh_error *err)
+{
+	char stamp[32];
+	json_t *root = NULL, *key = NULL, *status;
+	int rc = -1;
+
+	if (out == NULL || out_len == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "kh_exec_answer_render: missing argument");
+	*out = NULL;
+	*out_len = 0;
+	if (cert_pem == NULL || cert_pem[0] == '\0' || key_pem == NULL || key_pem[0] == '\0')
+		return kh_fail(err, KH_ERR_INPUT, "the session has no certificate or key");
+	if (kh_format_rfc3339(expiry, stamp, sizeof(stamp), err) < 0)
+		return -1;
+	/* As in kh_exec_response_encode: our reference to the key string lets
+	 * its buffer be wiped once the tree is gone. */
+	key = json_string(key_pem);
+	if (key == NULL)
+		return kh_fail(err, KH_ERR_INPUT, "the session key is not valid text");
+	status = kh_exec_status(stamp, cert_pem, key, err);
+	if (status == NULL)
+		goto out;
+	root = json_object();
+	if (root == NULL ||
+	    json_object_set_new(root, "kind", json_string("ExecCredential")) != 0 ||
+	    json_object_set_new(root, "status", status) != 0) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	rc = kh_json_dump_line(root, out, out_len, err);
+	/* The reader serves only this exact shape: a chain or key that is not
+	 * plain PEM fails here, at login, and not on every kubectl run. */
+	if (rc == 0 && kh_exec_answer_check(*out, *out_len, expiry, NULL) != 0) {
+		kh_secure_free(*out, *out_len + 1);
+		*out = NULL;
+		*out_len = 0;
+		rc = kh_fail(err, KH_ERR_INPUT, "the session certificate chain or key is not "
+		             "plain PEM text");
+	}
+out:
+	json_decref(root);
+	kh_json_wipe_string(key);
+	json_decref(key);
+	return rc;
+}
+
+/* One JSON string literal (quotes included) of the answer, decoded by
+ * jansson into a copy; the copy jansson made is wiped.  NULL on failure. */
+static char *
+kh_answer_string(const char *lit, size_t len)
+{
+	json_error_t jerr;
+	json_t *v = json_loadb(lit, len, JSON_DECODE_ANY, &jerr);
+	char *out = json_is_string(v) ? strndup(json_string_value(v), json_string_length(v))
+				      : NULL;
+
+	kh_json_wipe_string(v);
+	json_decref(v);
+	return out;
+}
+
+int
+kh_exec_answer_pems(const char *ans, size_t len, char **cert_pem, char **key_pem,
+                    kh_error *err)
+{
+	const char *stamp, *cert, *key;
+	size_t cert_len, key_len;
+
+	if (cert_pem != NULL)
+		*cert_pem = NULL;
+	if (key_pem != NULL)
+		*key_pem = NULL;
+	if (kh_answer_shape(ans, len, &stamp, &cert, &cert_len, &key, &key_len) != 0)
+		return kh_fail(err, KH_ERR_REFUSED, "the pre-rendered ExecCredential is malformed");
+	/* Each text is one JSON string, decoded on its own: a reader that
+	 * wants only the key does not pay for the chain. */
+	if ((cert_pem != NULL && (*cert_pem = kh_answer_string(cert, cert_len)) == NULL) ||
+	    (key_pem != NULL && (*key_pem = kh_answer_string(key, key_len)) == NULL)) {
+		if (cert_pem != NULL) {
+			free(*cert_pem);
+			*cert_pem = NULL;
+		}
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	}
+	return 0;
+}

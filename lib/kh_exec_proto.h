@@ -90,6 +90,9 @@ int kh_format_rfc3339(time_t t, char *buf, size_t size, kh_error *err);
 
 /*
  * Encode the ExecCredential answer: one compact JSON line plus '\n'.
+ * kubehsm exec no longer calls this on its path (it serves the answer the
+ * login rendered, below); it stays the reference the pre-rendered answer
+ * must equal byte for byte (tests/unit).
  * cert_pem: session certificate then issuer chain; key_pem: the session key
  * (secret). On success *out is a NUL-terminated malloc'd buffer of *out_len
  * bytes (excluding the NUL); release it with kh_secure_strfree() — it holds
@@ -105,5 +108,49 @@ int kh_format_rfc3339(time_t t, char *buf, size_t size, kh_error *err);
 int kh_exec_response_encode(enum kh_exec_api api, time_t expiry,
                             const char *cert_pem, const char *key_pem,
                             char **out, size_t *out_len, kh_error *err);
+
+/*
+ * The pre-rendered answer (issue #24).  At login the writer renders the
+ * ExecCredential once, with jansson, and keeps it in the session record;
+ * `kubehsm exec` then serves it without building or escaping anything.
+ * What is kept is the ExecCredential without its apiVersion, one compact
+ * line:
+ *
+ *   {"kind":"ExecCredential","status":{"expirationTimestamp":"<RFC 3339>",
+ *    "clientCertificateData":"<chain PEM>","clientKeyData":"<key PEM>"}}\n
+ *
+ * and the answer to either apiVersion is that line with
+ * {"apiVersion":"<version>", in place of its first '{' — byte for byte
+ * what kh_exec_response_encode writes for the same inputs.
+ */
+
+/* Render the answer for a session (jansson).  The PEM texts must be plain
+ * PEM (kh_exec_answer_check's alphabet), which every certificate and key
+ * OpenSSL writes is.  *out is a NUL-terminated buffer of *out_len bytes
+ * holding the key: release with kh_secure_free(*out, *out_len + 1). */
+int kh_exec_answer_render(time_t expiry, const char *cert_pem, const char *key_pem,
+                          char **out, size_t *out_len, kh_error *err);
+
+/*
+ * Check that ans (len bytes, need not be NUL-terminated) is exactly what
+ * kh_exec_answer_render writes for a session expiring at `expiry`: the
+ * fixed text, the expiry's own timestamp, and two PEM texts of the alphabet
+ * base64 and PEM armour are made of ([A-Za-z0-9+/=], '-', ' ' and the
+ * escape \n) each starting "-----BEGIN ".  Not a JSON parser: the shape is
+ * fixed, and a text that passes is a valid JSON document whatever else is
+ * in the record, so it can be served as it is.  0, or -1 (KH_ERR_REFUSED).
+ */
+int kh_exec_answer_check(const char *ans, size_t len, time_t expiry, kh_error *err);
+
+/* The bytes to write before ans + 1 to answer `api`: "{\"apiVersion\":...,"
+ * (a static string; NULL for KH_EXEC_API_NONE). */
+const char *kh_exec_answer_prefix(enum kh_exec_api api);
+
+/* The certificate chain and the key out of an answer of the checked shape
+ * (jansson, for the readers that need the PEM texts themselves).  Either
+ * output may be NULL when not wanted; each text is decoded on its own.
+ * *key_pem is secret: kh_secure_strfree.  0, or -1 with err. */
+int kh_exec_answer_pems(const char *ans, size_t len, char **cert_pem, char **key_pem,
+                        kh_error *err);
 
 #endif

@@ -170,8 +170,10 @@ if [ $mode = full ]; then
 	unlike "$(dpkg-deb -I "$DEBS/kubehsm_${VERSION}_$ARCH.deb" postinst 2>/dev/null)" \
 		'deb-systemd-invoke (start|restart)|systemctl.*enable' \
 		"kubehsm: installing neither enables nor starts kubehsm-relayd (no relay section yet)"
-	grep -qx -- "-rw-r--r-- /usr/lib/$MA/kubehsm/kubehsm-tool.so" <<<"$KHC"
-	ok $? "kubehsm: kubehsm-tool.so in /usr/lib/$MA/kubehsm"
+	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-tool" <<<"$KHC"
+	ok $? "kubehsm: kubehsm-tool (every subcommand but exec) in /usr/libexec/kubehsm, mode 0755"
+	grep -qx -- "-rwxr-xr-x /usr/libexec/kubehsm/kubehsm-keyops" <<<"$KHC"
+	ok $? "kubehsm: the keyring helper kubehsm-keyops in /usr/libexec/kubehsm, mode 0755 (never setuid)"
 	for f in /etc/kubehsm/kubehsm.conf /usr/share/polkit-1/actions/org.kubehsm.policy \
 		/usr/share/man/man1/kubehsm.1.gz /usr/share/man/man5/kubehsm.conf.5.gz \
 		/usr/share/man/man8/kubehsm-relayd.8.gz \
@@ -194,15 +196,15 @@ if [ $mode = full ]; then
 	like "$(field libpam-kubehsm Depends)" "libpam0g " "and its shared libraries come from \${shlibs:Depends}"
 	is "$(field kubehsm Suggests)" "opensc, p11-kit-modules, softhsm2" \
 		"kubehsm suggests opensc, softhsm2 and p11-kit-modules (a token forwarded from a laptop)"
-	like "$(field kubehsm Built-Using)" '^keyutils \(= [^)]+\)$' "Built-Using: keyutils (LGPL code in the front end)"
-	like "$(field kubehsm Static-Built-Using)" '^jansson \(= [^)]+\), keyutils \(= [^)]+\)$' \
-		"Static-Built-Using: jansson and keyutils (embedded in the front end)"
+	like "$(field kubehsm Built-Using)" '^glibc \(= [^)]+\), libconfig \(= [^)]+\), keyutils \(= [^)]+\)$' \
+		"Built-Using: glibc, libconfig and keyutils (LGPL code embedded in kubehsm's programs)"
+	like "$(field kubehsm Static-Built-Using)" '^glibc \(= [^)]+\), jansson \(= [^)]+\), libconfig \(= [^)]+\), keyutils \(= [^)]+\)$' \
+		"Static-Built-Using: glibc, jansson, libconfig and keyutils (embedded in kubehsm's programs)"
 
 	mkdir -p "$WORK/x"
 	for p in "${PKGS[@]}"; do dpkg-deb -x "$DEBS/${p}_${VERSION}_$ARCH.deb" "$WORK/x"; done
 	for f in "$WORK/x/lib/$MA/security/pam_kubehsm.so" "$WORK/x/usr/lib/$MA/kubehsm/kubehsm-polkit.so" \
-		"$WORK/x/usr/lib/$MA/kubehsm/kubehsm-tool.so" "$WORK/x/usr/bin/kubehsm" \
-		"$WORK/x/usr/sbin/kubehsm-relayd"; do
+		"$WORK/x/usr/libexec/kubehsm/kubehsm-tool" "$WORK/x/usr/sbin/kubehsm-relayd"; do
 		d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
 		y=$(readelf --dyn-syms -W "$f" 2>/dev/null | grep -oE '__[a-z_]+_chk' | sort -u)
 		grep -qE 'BIND_NOW|FLAGS_1.*NOW' <<<"$d" && grep -q GNU_RELRO <<<"$l" &&
@@ -210,8 +212,20 @@ if [ $mode = full ]; then
 			grep -qx __stack_chk <<<"$y" && grep -v __stack_chk <<<"$y" | grep -q .
 		ok $? "${f#"$WORK/x"}: PIE, full RELRO (bind now), no text relocations, stack protector, fortified calls"
 	done
-	is "$(readelf -d "$WORK/x/usr/bin/kubehsm" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')" "libc.so.6 " \
-		"the front end needs only libc (jansson and libkeyutils embedded)"
+	# The static-pie front end and keyring helper: no loader, no library,
+	# and still PIE with full RELRO.  (They import nothing and are stripped,
+	# so there are no symbols to show the stack protector here:
+	# tests/integration/helper/front.sh checks it on the build tree.)
+	for f in "$WORK/x/usr/bin/kubehsm" "$WORK/x/usr/libexec/kubehsm/kubehsm-keyops"; do
+		d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
+		grep -qE 'BIND_NOW|FLAGS_1.*NOW' <<<"$d" && grep -q GNU_RELRO <<<"$l" &&
+			! grep -q TEXTREL <<<"$d" && grep -q 'Elf file type is DYN' <<<"$l" &&
+			! grep -q INTERP <<<"$l" && ! grep -q NEEDED <<<"$d"
+		ok $? "${f#"$WORK/x"}: static-pie (no program interpreter, no library), full RELRO, no text relocations"
+	done
+	f=$WORK/x/usr/bin/kubehsm
+	is "$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')" "" \
+		"the front end needs no shared library (libc, jansson and libkeyutils embedded)"
 fi
 
 # --- install -----------------------------------------------------------------

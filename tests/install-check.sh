@@ -1,22 +1,25 @@
 #!/bin/bash
-# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBDIR [SBINDIR UNITDIR]:
+# install-check.sh DESTDIR PAMMODDIR BINDIR PKGLIBDIR SBINDIR UNITDIR PKGLIBEXECDIR:
 # check what `make install` did.
 # Run by `make installcheck` (and so by `make distcheck` and scripts/test.sh).
 # The security properties of an install are checked, not assumed:
 #   - the PAM module directory gets pam_kubehsm.so and no .la/.a beside it;
 #   - the polkit plugin is in PKGLIBDIR, again without .la/.a, and the
 #     module does not link libpolkit or GLib itself;
-#   - kubehsm-tool.so and the polkit plugin are in PKGLIBDIR without .la/.a;
+#   - kubehsm-tool (every subcommand but exec) and kubehsm-keyops (the
+#     keyring helper, which acts as the user for root) are in PKGLIBEXECDIR, and
+#     the polkit plugin is alone in PKGLIBDIR, without .la/.a;
 #   - kubehsm-relayd is in SBINDIR and links neither libp11 nor PAM; its
 #     systemd unit (when UNITDIR is given) starts the installed daemon;
 #   - nothing installed is setuid/setgid or carries a file capability.
 set -u
-destdir=$1 pammoddir=$2 bindir=$3 pkglibdir=$4 sbindir=${5:-} unitdir=${6:-}
+destdir=$1 pammoddir=$2 bindir=$3 pkglibdir=$4 sbindir=${5:-} unitdir=${6:-} pkglibexecdir=$7
 relayd="$destdir$sbindir/kubehsm-relayd"
 module="$destdir$pammoddir/pam_kubehsm.so"
 plugin="$destdir$pkglibdir/kubehsm-polkit.so"
 helper="$destdir$bindir/kubehsm"
-tool="$destdir$pkglibdir/kubehsm-tool.so"
+tool="$destdir$pkglibexecdir/kubehsm-tool"
+keyops="$destdir$pkglibexecdir/kubehsm-keyops"
 n=0 failed=0
 check() {
 	n=$((n + 1))
@@ -27,19 +30,20 @@ check() {
 extra=$(find "$destdir$pammoddir" -maxdepth 1 -name 'pam_kubehsm*' ! -name pam_kubehsm.so | tr '\n' ' ')
 [ -z "$extra" ]; check $? "no .la or .a beside the module${extra:+ (found: $extra)}"
 [ -x "$helper" ]; check $? "kubehsm is installed in $bindir"
-[ -f "$tool" ]; check $? "kubehsm-tool.so is installed in $pkglibdir"
-# Staged (DESTDIR), kubehsm cannot find the module yet and must name the
+[ -x "$tool" ]; check $? "kubehsm-tool is installed in $pkglibexecdir"
+[ -x "$keyops" ]; check $? "the keyring helper kubehsm-keyops is installed in $pkglibexecdir"
+# Staged (DESTDIR), kubehsm cannot find the tool yet and must name the
 # path it tried; installed for real, it runs it.
 out=$("$helper" --version 2>&1)
 case "$out" in
 "kubehsm "[0-9]*) true ;;
-*"$pkglibdir/kubehsm-tool.so"*) true ;;
+*"$pkglibexecdir/kubehsm-tool"*) true ;;
 *) false ;;
 esac
-check $? "kubehsm looks for its tool module where it was installed (${out%%;*})"
+check $? "kubehsm looks for its tool where it was installed (${out%%;*})"
 [ -f "$plugin" ]; check $? "kubehsm-polkit.so is installed in $pkglibdir"
-extra=$(find "$destdir$pkglibdir" -maxdepth 1 ! -type d ! -name kubehsm-polkit.so ! -name kubehsm-tool.so 2>/dev/null | tr '\n' ' ')
-[ -z "$extra" ]; check $? "only the two modules in $pkglibdir${extra:+ (found: $extra)}"
+extra=$(find "$destdir$pkglibdir" -maxdepth 1 ! -type d ! -name kubehsm-polkit.so 2>/dev/null | tr '\n' ' ')
+[ -z "$extra" ]; check $? "only the polkit plugin in $pkglibdir${extra:+ (found: $extra)}"
 needed=$(objdump -p "$module" 2>/dev/null | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
 case "$needed" in
 *polkit* | *glib* | *gio* | *gobject*) false ;;
@@ -62,7 +66,7 @@ if [ -n "$unitdir" ] && [ "$unitdir" != no ]; then
 		"$destdir$unitdir/kubehsm-relayd.service" 2>/dev/null
 	check $? "kubehsm-relayd.service in $unitdir starts $sbindir/kubehsm-relayd"
 fi
-for f in "$module" "$helper" "$tool" "$plugin" "$relayd"; do
+for f in "$module" "$helper" "$tool" "$keyops" "$plugin" "$relayd"; do
 	[ -e "$f" ] || continue
 	[ -z "$(find "$f" -perm /6000)" ]; check $? "$(basename "$f") has no setuid or setgid bit"
 	caps=$(getcap "$f" 2>/dev/null)

@@ -64,18 +64,28 @@ tests_probes_logcap_libkhlogcap_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^(syslog|vsyslog|__syslog_chk|__vsyslog_chk)$$'
 tests_probes_logcap_libkhlogcap_la_LIBADD = -ldl
 
-# The front end once more, with its configured kubehsm-tool.so path in the
-# build tree, where no tool module is ever built.  front.sh runs a copy of
-# it away from .libs to see how the front end fails without its tool:
-# helper/kubehsm would find the one `make install` put in $(pkglibdir) and
-# run it, and the test would depend on what is installed.
+# The front end once more, with its configured kubehsm-tool path in the
+# build tree, where no tool is ever built.  front.sh runs a copy of it away
+# from helper/ to see how the front end fails without its tool:
+# helper/kubehsm would find the one `make install` put in $(pkglibexecdir)
+# and run it, and the test would depend on what is installed.
 check_PROGRAMS += tests/probes/kubehsm-notool
 tests_probes_kubehsm_notool_SOURCES = $(helper_kubehsm_SOURCES)
 tests_probes_kubehsm_notool_CPPFLAGS = $(AM_CPPFLAGS) \
-	-DKH_TOOL_PATH='"$(abs_top_builddir)/tests/notool/kubehsm-tool.so"'
+	-DKH_TOOL_PATH='"$(abs_top_builddir)/tests/notool/kubehsm-tool"'
 tests_probes_kubehsm_notool_CFLAGS = $(helper_kubehsm_CFLAGS)
 tests_probes_kubehsm_notool_LDADD = $(helper_kubehsm_LDADD)
 tests_probes_kubehsm_notool_LDFLAGS = $(helper_kubehsm_LDFLAGS)
+
+# The front end linked dynamically, for valgrind (helper_memcheck.sh):
+# memcheck cannot follow malloc in a static glibc program.  Same sources,
+# shared jansson and libkeyutils, and the build tree's kubehsm-tool.
+check_PROGRAMS += tests/probes/kubehsm-dyn
+tests_probes_kubehsm_dyn_SOURCES = $(helper_kubehsm_SOURCES)
+tests_probes_kubehsm_dyn_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DKH_TOOL_PATH='"$(abs_top_builddir)/helper/kubehsm-tool"'
+tests_probes_kubehsm_dyn_CFLAGS = $(helper_kubehsm_CFLAGS)
+tests_probes_kubehsm_dyn_LDADD = $(kh_reader_libs) $(JANSSON_LIBS) $(KEYUTILS_LIBS)
 
 # The external signer's Go client (tests/integration/helper/sign.sh builds it).
 EXTRA_DIST += tests/probes/signer/main.go

@@ -130,15 +130,20 @@ like "$out" "^miss revoked" "and it is gone for all her processes"
 # To a file, not $(...): the record ends in a newline that must stay.
 as_user "$alice" sh -c 'keyctl pipe $(keyctl search @u user kubehsm:session:v1)' >"$KH_TMP/good.json"
 sed "1s/\"uid\":$A/\"uid\":$B/" "$KH_TMP/good.json" >"$KH_TMP/other-uid.json"
-sed '1s/"v":1/"v":2/' "$KH_TMP/good.json" >"$KH_TMP/v2.json"
+sed '1s/"v":2/"v":3/' "$KH_TMP/good.json" >"$KH_TMP/v3.json"
+sed '1s/"v":2/"v":1/' "$KH_TMP/good.json" >"$KH_TMP/v1.json"
 head -c 300 "$KH_TMP/good.json" >"$KH_TMP/truncated.json"
 forge() { "$PROBE" forge "$@" >/dev/null; }
 forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/other-uid.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*uid $B" "a record naming another uid is refused"
-forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v2.json"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v3.json"
 run as_user "$alice" "$PROBE" find
-like "$out" "^miss refused.*version 2" "a record of an unknown version is refused"
+like "$out" "^miss refused.*version 3" "a record of an unknown version is refused"
+forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/v1.json"
+run as_user "$alice" "$PROBE" find
+like "$out" "^miss refused.*version 1 .*log in again" \
+	"a record of the version before the pre-rendered answer is refused: log in again"
 forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/truncated.json"
 run as_user "$alice" "$PROBE" find
 like "$out" "^miss refused.*malformed" "a truncated record is refused"
@@ -302,6 +307,60 @@ run setpriv --ruid="$B" --euid=0 "$PROBE" logout "$C" --ids
 like "$out" "^ids $B 0 0 / 0 0 0$" "logout in an su-like process: ids unchanged"
 run as_user "$carol" "$PROBE" find
 like "$out" "^miss revoked" "and the session it ended really went"
+
+# --- the keyring helper: spawned, not forked; fully the user; nothing else --
+# Root's work on carol's keys runs in kubehsm-keyops, started with
+# posix_spawn (clone with CLONE_VM|CLONE_VFORK, then exec: the host's
+# memory is never copied into a process of hers), an empty environment,
+# its request on a socket.  It becomes carol — groups, gid, uid, each
+# checked — before its first keyring call.
+env "$NOLSAN" strace -f -s 128 -o "$KH_TMP/keyops.trace" -e trace=clone,clone3,vfork,fork,execve,setgroups,setresgid,setresuid,keyctl,prctl \
+	"$PROBE" login "$C" "$carol" user 600 "${MAT[@]}" >/dev/null 2>&1
+ok $? "a login under strace stores carol's session"
+tr=$(cat "$KH_TMP/keyops.trace")
+like "$tr" 'execve\("[^"]*kubehsm-keyops", \["kubehsm-keyops"\], 0x[0-9a-f]+ /\* 0 vars \*/' \
+	"the helper is executed with no arguments and an empty environment"
+like "$tr" 'clone3?\([^)]*CLONE_VM[^)]*CLONE_VFORK' "... by posix_spawn (CLONE_VM|CLONE_VFORK: the host is not copied)"
+unlike "$tr" '(^|[^_])(fork|vfork)\(|clone\(child_stack=NULL, flags=[^,]*SIGCHLD' \
+	"no fork of the host"
+hpid=$(awk '/execve\(".*kubehsm-keyops"/ {print $1; exit}' "$KH_TMP/keyops.trace")
+order=$(awk -v p="$hpid" -v u="$C" -v g="$(id -g "$carol")" '$1 == p {
+	if ($0 ~ /setgroups\(0, (NULL|\[\])\) += 0/ && !sg) sg = NR
+	if ($0 ~ ("setresgid\\(" g ", " g ", " g "\\) += 0") && !rg) rg = NR
+	if ($0 ~ ("setresuid\\(" u ", " u ", " u "\\) += 0") && !ru) ru = NR
+	if ($0 ~ /keyctl\(/ && !k) k = NR
+	if ($0 ~ /PR_SET_DUMPABLE, (0|SUID_DUMP_DISABLE)/ && !d) d = NR }
+	END { print (sg && rg && ru && k && sg < rg && rg < ru && ru < k && d && d < k) ? "ok" : "sg=" sg " rg=" rg " ru=" ru " d=" d " k=" k }' "$KH_TMP/keyops.trace")
+is "$order" "ok" "the helper drops groups, then sets gid, then uid, and is undumpable before its first keyring call"
+run as_user "$carol" "$PROBE" find
+like "$out" "^ok uid=$C user=$carol " "the session it stored is carol's"
+"$PROBE" logout "$C" --keep >/dev/null   # that login closes again (the counts below start from none)
+# A helper that is not kubehsm's (or of another version) fails the call
+# with a reason, and nothing is half-stored.  (The probe finds its helper
+# beside itself: a copy of it in a directory of its own.)
+mkdir -p "$KH_TMP/badhelper"
+cp "$PROBE" "$KH_TMP/badhelper/cache_probe"
+printf '#!/bin/sh\nhead -c 40 >/dev/null; printf "garbage-garbage-garbage-garbage-garbage"\n' \
+	>"$KH_TMP/badhelper/kubehsm-keyops"
+chmod 0755 "$KH_TMP/badhelper" "$KH_TMP/badhelper/kubehsm-keyops"
+before=$(as_user "$carol" "$PROBE" find)
+run "$KH_TMP/badhelper/cache_probe" store "$C" "$carol" user 900 "${MAT[@]}"
+if [ "$rc" -ne 0 ] && grep -q "keyring helper for uid $C" <<<"$err"; then pass "a helper speaking garbage fails the store: $err"
+else fail "a helper speaking garbage"; diag "rc=$rc out=$out err=$err"; fi
+is "$(as_user "$carol" "$PROBE" find)" "$before" "... and carol's session is the one she had"
+# A helper that hangs (a user may SIGSTOP her own process: here strace
+# stops it as it sets its uid, a call only the helper makes — not prctl,
+# which a sanitizer runtime in the host calls too) is killed at the
+# deadline, and the host goes on with its ids as they were.
+t0=$(date +%s)
+run setpriv --ruid="$B" --euid=0 env "$NOLSAN" strace -f -o /dev/null -e trace=setresuid -e inject=setresuid:signal=SIGSTOP \
+	"$PROBE" login "$C" "$carol" user 600 --ids "${MAT[@]}"
+t1=$(date +%s)
+if [ "$rc" -ne 0 ] && grep -q "keyring helper for uid $C did not finish" <<<"$err" && [ $((t1 - t0)) -lt 25 ]; then
+	pass "a hung helper is killed at the deadline ($((t1 - t0)) s): $err"
+else fail "a hung helper"; diag "rc=$rc t=$((t1 - t0)) out=$out err=$err"; fi
+like "$out" "^ids $B 0 0 / 0 0 0$" "... and the host's ids are unchanged"
+is "$(pgrep -u "$C" -x kubehsm-keyops | wc -l)" 0 "and no helper is left behind"
 
 # --- every login counts, minting or not ------------------------------------
 # A login without a token (password, cron) keeps the uid's session alive;

@@ -19,6 +19,8 @@ PY=/usr/bin/python3
 # runu USER CMD...: run as USER in a fresh session keyring of theirs, without
 # keyctl's "Joined session keyring" line in $err.
 runu() { run as_user "$@"; err=$(grep -v '^Joined session keyring: ' <<<"$err"); }
+# (LeakSanitizer cannot run under strace: off for a sanitizer build.)
+NOLSAN="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 make_user alice
 make_user bob
@@ -139,6 +141,90 @@ is "$(dump_order "$KH_TMP/alice-trace/exec")" "off before the first read" \
 runu "$alice" env KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":true}}' \
 	timeout 10 "$KUBEHSM" exec
 is "$rc" 0 "interactive: true with a session answers at once (nothing is read from the terminal)"
+
+# --- the warm path: the front end alone, no file opened -----------------------
+# The login rendered the answer into the record: exec reads one key and
+# writes it, in one program (static-pie: no loader, no library, no NSS).
+runu "$alice" env KUBERNETES_EXEC_INFO="$V1" "$NOLSAN" \
+	strace -f -e trace=execve,openat,open,connect -o "$KH_TMP/alice-trace/warm" "$KUBEHSM" exec </dev/null
+is "$rc" 0 "exec under strace answers" || diag "$err"
+is "$(grep -c 'execve(' "$KH_TMP/alice-trace/warm")" 1 "the warm path is one program: no kubehsm-tool"
+if ! readelf -lW "$KUBEHSM" | grep -q INTERP; then
+	is "$(grep -cE 'open(at)?\(|connect\(' "$KH_TMP/alice-trace/warm" || true)" 0 \
+		"the static front end opens no file and no socket (no loader, no NSS)" ||
+		diag "$(grep -E 'open|connect' "$KH_TMP/alice-trace/warm" | head -5)"
+fi
+
+# --- whose record: LOGNAME vouches, else the account database (the tool) ----
+# A static program cannot ask NSS: when LOGNAME does not name the record's
+# user, the front end hands exec to kubehsm-tool before writing anything.
+runu "$alice" env -u LOGNAME KUBERNETES_EXEC_INFO="$V1" "$NOLSAN" \
+	strace -f -s 256 -e trace=execve -o "$KH_TMP/alice-trace/nolog" "$KUBEHSM" exec </dev/null
+is "$rc:$(printf '%s' "$out" | head -c 48)" '0:{"apiVersion":"client.authentication.k8s.io/v1",' \
+	"LOGNAME unset: the answer comes from kubehsm-tool, which asks the account database" || diag "$err"
+# (Its arguments are not readable to strace: dumping is off by then.)
+is "$(grep -c 'execve(.*= 0$' "$KH_TMP/alice-trace/nolog")" 2 \
+	"... executed in the front end's place (the front end, then the tool)"
+runu "$alice" env LOGNAME=someoneelse KUBERNETES_EXEC_INFO="$VB" "$KUBEHSM" exec </dev/null
+like "$out" '^\{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential"' \
+	"LOGNAME naming someone else: the account database says alice, answered (v1beta1)"
+# A record issued to another account under alice's uid (a reused uid).
+"$PROBE" store "$A" formeruser user 600 $(mat sess) >/dev/null
+for ln in "$alice" unset; do
+	if [ "$ln" = unset ]; then runu "$alice" env -u LOGNAME KUBERNETES_EXEC_INFO="$V1" "$KUBEHSM" exec </dev/null
+	else runu "$alice" env LOGNAME="$ln" KUBERNETES_EXEC_INFO="$V1" "$KUBEHSM" exec </dev/null; fi
+	if [ "$rc" -ne 0 ] && [ -z "$out" ] && grep -q "issued to user 'formeruser', not to '$alice'" <<<"$err" &&
+	   [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ]; then
+		pass "a record issued to formeruser under alice's uid is refused (LOGNAME $ln)"
+	else fail "reused uid, LOGNAME $ln"; diag "rc=$rc out='$out' err='$err'"; fi
+done
+run "$PROBE" login "$A" "$alice" user 600 $(mat sess) --groups dev,ops
+is "$rc" 0 "alice logs in again" || diag "$err"
+
+# --- the pre-rendered answer is served only for its record ------------------
+# Forged into alice's keyring as the writer hands records over (owned by
+# her, read-only): each must be refused with one line and nothing on stdout.
+as_user "$alice" sh -c 'keyctl pipe $(keyctl search @u user kubehsm:session:v1)' >"$KH_TMP/alice.rec"
+PYFORGE='import json, sys
+sys.path.insert(0, sys.argv[3]); import record
+t = open(sys.argv[1]).read(); r = record.load(t); h, b = t.split("\n", 1)
+exec(sys.argv[4])
+open(sys.argv[2], "w").write(t)'
+forge_rec() {   # forge_rec PYTHON: alice's record, changed by PYTHON, forged back
+	python3 -c "$PYFORGE" "$KH_TMP/alice.rec" "$KH_TMP/forged.rec" "$KH_SRCDIR/tests/harness" "$1" &&
+		as_user "$alice" keyctl clear @u >/dev/null 2>&1 &&
+		"$PROBE" forge "$A" "$A" kubehsm:session:v1 000b0000 600 "$KH_TMP/forged.rec" >/dev/null
+}
+forged_exec() {   # forged_exec DESCRIPTION PATTERN PYTHON
+	forge_rec "$3" || { fail "$1: cannot forge"; return; }
+	runu "$alice" env KUBERNETES_EXEC_INFO="$V1" "$KUBEHSM" exec </dev/null
+	if [ "$rc" -ne 0 ] && [ -z "$out" ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] &&
+	   grep -qE "$2" <<<"$err"; then pass "$1: refused ($err)"
+	else fail "$1"; diag "rc=$rc out='$(head -c 80 <<<"$out")' err='$err'"; fi
+}
+forge_rec "pass"
+runu "$alice" env KUBERNETES_EXEC_INFO="$V1" "$KUBEHSM" exec </dev/null
+like "$out" '"kind":"ExecCredential"' "control: alice's own record, forged back as is, is served"
+forged_exec "answer rendered for a later expiry than the record's" "pre-rendered" \
+	"r2 = dict(r); r2['expires'] += 3600; t = h + '\n' + record.dump(r2).split('\n', 1)[1]"
+forged_exec "record past its expiry (answer re-rendered to match)" "expired" \
+	"r['created'] -= 7200; r['expires'] = r['created'] + 3600; t = record.dump(r)"
+forged_exec "record naming bob's uid" "uid $B" "r['uid'] = $B; t = record.dump(r)"
+forged_exec "record of issuer 'second' under the default issuer's name" "another issuer" \
+	"r['issuer'] = 'second'; t = record.dump(r)"
+forged_exec "a quote inside the key" "pre-rendered" \
+	"i = t.index('PRIVATE KEY-----') + 20; t = t[:i] + '\"' + t[i + 1:]"
+forged_exec "a backslash escape other than \\n" "pre-rendered" \
+	"i = t.index('\\\\n', t.index('clientKeyData')) + 1; t = t[:i] + 'u' + t[i + 1:]"
+forged_exec "an apiVersion inside the answer" "pre-rendered|malformed" \
+	"n = json.loads(h)['parts']['exec']; ins = '\"apiVersion\":\"x\",'; h = h.replace('\"exec\":%d' % n, '\"exec\":%d' % (n + len(ins)), 1); t = h + '\n' + b[:1] + ins + b[1:]"
+forged_exec "the answer cut by one byte" "malformed|pre-rendered" \
+	"n = json.loads(h)['parts']['exec']; h = h.replace('\"exec\":%d' % n, '\"exec\":%d' % (n - 1), 1); t = h + '\n' + b[:n - 1] + b[n:]"
+forged_exec "a version 1 record (before the pre-rendered answer)" "version 1 .*log in again" \
+	"t = t.replace('\"v\":2', '\"v\":1', 1)"
+as_user "$alice" keyctl clear @u >/dev/null 2>&1
+run "$PROBE" login "$A" "$alice" user 600 $(mat sess) --groups dev,ops
+is "$rc" 0 "alice's session is back" || diag "$err"
 
 bad_input() {   # bad_input VALUE DESCRIPTION
 	runu "$alice" env KUBERNETES_EXEC_INFO="$1" "$KUBEHSM" exec </dev/null

@@ -206,6 +206,22 @@ shim_sign
 like "$rc:$err" "^1:.*no cached PIN" "the next request finds no cached PIN"
 is "$(grep -c C_Login "$KH_TMP/carol-shim.log")" 1 "... and tries the token no more"
 
+# The files the policy names are checked when signing on the token (the
+# module is loaded then), and not opened for a session signature.
+mkdir -p "$KH_TMP/ww"; chmod 0777 "$KH_TMP/ww"
+cp "$SHIM" "$KH_TMP/ww/shim.so"; chmod 0644 "$KH_TMP/ww/shim.so"
+sed -i "s|^\( *module = \)\"[^\"]*\";|\1\"$KH_TMP/ww/shim.so\";|" "$POL/kubehsm.conf"
+shim_sign
+like "$rc:$err" "^1:kubehsm: sign: .*ww/shim.so.*(group/others|mode)" \
+	"signer.key = token with the module in a directory others may write: refused, naming it"
+sed -i "s|^\( *key = \)\"token\";|\1\"session\";|" "$POL/kubehsm.conf"
+runu "$carol" env KUBEHSM_CONFIG="$POL/kubehsm.conf" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	strace -f -e trace=open,openat,stat,newfstatat,readlink -o "$KH_TMP/carol-trace/session" \
+	"$KUBEHSM" sign "{\"apiVersion\":\"$API\",\"kind\":\"CertificateRequest\",\"configuration\":{}}"
+is "$rc" 0 "signer.key = session, the same policy: signs" || diag "$err"
+unlike "$(cat "$KH_TMP/carol-trace/session")" "ww/shim.so|issuer\.pem" \
+	"... without opening or checking the files the policy names"
+
 "$PROBE" revoke "$C" >/dev/null
 runu "$carol" "$KUBEHSM" sign "{\"apiVersion\":\"$API\",\"kind\":\"CertificateRequest\",\"configuration\":{}}"
 if [ "$rc" -ne 0 ] && [ -z "$out" ] && grep -q 'log in' <<<"$err"; then pass "no session: sign refuses and says to log in ($err)"

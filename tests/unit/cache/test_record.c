@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "lib/kh_exec_proto.h"
 #include "lib/kh_json.h"
 #include "lib/kh_mem.h"
 #include "cache/kh_record.h"
@@ -113,7 +115,8 @@ test_round_trip_without_key(void **state)
 	r.key_pem = NULL;
 	buf = encode(&r, &len);
 	assert_null(strstr(buf, "PRIVATE KEY"));
-	assert_non_null(strstr(buf, "\"key\":0"));
+	assert_non_null(strstr(buf, "\"exec\":0"));
+	assert_null(strstr(buf, "ExecCredential"));
 	assert_int_equal(kh_record_decode(buf, len, &d, &err), 0);
 	assert_null(d->key_pem);
 	assert_string_equal(d->cert_chain_pem, PEM_CERT PEM_CERT);
@@ -314,11 +317,11 @@ expect_refused_field(const char *name, json_t *value, const char *why)
 	expect_refused_set(NULL, name, value, why);
 }
 
-/* The length of PEM text `name` in the header's "pem" object. */
+/* The length of part `name` in the header's "parts" object. */
 static void
-expect_refused_pem_length(const char *name, json_t *value, const char *why)
+expect_refused_part_length(const char *name, json_t *value, const char *why)
 {
-	expect_refused_set("pem", name, value, why);
+	expect_refused_set("parts", name, value, why);
 }
 
 /* Overwrite byte `at` of the PEM texts (or append `extra` bytes). */
@@ -383,7 +386,8 @@ static void
 test_decode_refuses_forged_fields(void **state)
 {
 	(void)state;
-	expect_refused_field("v", json_integer(2), "of a future version");
+	expect_refused_field("v", json_integer(3), "of a future version");
+	expect_refused_field("v", json_integer(1), "of version 1 (before the pre-rendered answer)");
 	expect_refused_field("v", json_integer(0), "of version 0");
 	expect_refused_field("v", json_string("1"), "with a string version");
 	expect_refused_field("kind", json_string("kubehsm-pin"), "of another kind");
@@ -409,31 +413,176 @@ test_decode_refuses_forged_fields(void **state)
 	expect_refused_field("pin", json_string("123456"), "carrying a PIN field");
 	expect_refused_field("extra", json_integer(1), "with an unknown field");
 	expect_refused_field("key", json_string(PEM_KEY), "with the key in the header");
-	expect_refused_field("pem", NULL, "without PEM lengths");
-	expect_refused_field("pem", json_pack("[iii]", 1, 1, 1), "with PEM lengths as an array");
+	expect_refused_field("parts", NULL, "without part lengths");
+	expect_refused_field("parts", json_pack("[iii]", 1, 1, 1), "with part lengths as an array");
+	expect_refused_field("pem", json_pack("{s:i}", "chain", 1), "with version 1's PEM lengths");
+}
+
+/* The sample's exec part, as kubehsm renders it. */
+static char *
+sample_answer(size_t *len)
+{
+	struct kh_record r = sample();
+	char *ans = NULL;
+	kh_error err;
+
+	assert_int_equal(kh_exec_answer_render((time_t)r.expires, r.cert_chain_pem, r.key_pem,
+					       &ans, len, &err), 0);
+	return ans;
 }
 
 static void
-test_decode_refuses_forged_pem_texts(void **state)
+test_decode_refuses_forged_parts(void **state)
 {
-	const size_t chain = strlen(PEM_CERT PEM_CERT), key = strlen(PEM_KEY);
+	size_t exec, token = strlen(PEM_CERT), body_len, at;
+	char *ans = sample_answer(&exec), *body;
+	json_t *doc;
 
 	(void)state;
-	expect_refused_pem_length("chain", json_integer((json_int_t)chain + 1), "with a chain too long");
-	expect_refused_pem_length("chain", json_integer((json_int_t)chain - 1), "with a chain too short");
-	expect_refused_pem_length("key", json_integer(0), "with an empty key");
-	expect_refused_pem_length("key", json_string("62"), "with a string key length");
-	expect_refused_pem_length("key", json_integer(-1), "with a negative key length");
-	expect_refused_pem_length("key", json_integer(KH_RECORD_MAX + 1), "with an absurd key length");
-	expect_refused_pem_length("token_cert", NULL, "without a token certificate");
-	expect_refused_pem_length("extra", json_integer(1), "with a fourth PEM text");
+	expect_refused_part_length("exec", json_integer((json_int_t)exec + 1), "with an exec part too long");
+	expect_refused_part_length("exec", json_integer((json_int_t)exec - 1), "with an exec part too short");
+	expect_refused_part_length("exec", json_integer(0), "with neither exec part nor chain");
+	expect_refused_part_length("exec", json_string("62"), "with a string part length");
+	expect_refused_part_length("exec", json_integer(-1), "with a negative part length");
+	expect_refused_part_length("exec", json_integer(KH_RECORD_MAX + 1), "with an absurd part length");
+	expect_refused_part_length("chain", json_integer(5), "with an exec part and a chain");
+	expect_refused_part_length("token_cert", NULL, "without a token certificate");
+	expect_refused_part_length("token_cert", json_integer(0), "with an empty token certificate");
+	expect_refused_part_length("key", json_integer(1), "with a fourth part");
 	/* The lengths fit, the texts do not. */
-	expect_refused_body(0, 'x', 0, "with a non-PEM chain");
-	expect_refused_body(chain, 'x', 0, "with a non-PEM key");
-	expect_refused_body(chain + key, 'x', 0, "with a non-PEM token certificate");
-	expect_refused_body(chain + 40, '\0', 0, "with a NUL in the chain");
-	expect_refused_body(chain + 40, '\x01', 0, "with a control byte in the key");
-	expect_refused_body(0, '\n', 1, "with a byte after the PEM texts");
+	expect_refused_body(0, 'x', 0, "with an exec part not starting as rendered");
+	expect_refused_body(exec - 2, ']', 0, "with an exec part not ending as rendered");
+	expect_refused_body(exec - 1, ' ', 0, "with an exec part not ending in a newline");
+	expect_refused_body(exec, 'x', 0, "with a non-PEM token certificate");
+	expect_refused_body(exec + token / 2, '\0', 0, "with a NUL in the token certificate");
+	expect_refused_body(exec + token / 2, '\x01', 0, "with a control byte in the token certificate");
+	expect_refused_body(0, '\n', 1, "with a byte after the parts");
+	/* Inside the rendered PEM texts: anything that is not the PEM alphabet
+	 * or its \n escape would change what the JSON says (or break it). */
+	at = (size_t)(strstr(ans, "MIIBszCC") - ans) + 3;
+	expect_refused_body(at, '"', 0, "with a quote in the chain");
+	expect_refused_body(at, '\\', 0, "with a lone backslash in the chain");
+	expect_refused_body(at, '\x7f', 0, "with DEL in the chain");
+	expect_refused_body(at, '\xc3', 0, "with a non-ASCII byte in the chain");
+	at = (size_t)(strstr(ans, "MIGHAgEA") - ans) + 3;
+	expect_refused_body(at, '"', 0, "with a quote in the key");
+	expect_refused_body(at, '\n', 0, "with a raw newline in the key");
+	at = (size_t)(strstr(ans, "\\n") - ans) + 1;
+	expect_refused_body(at, 'u', 0, "with another escape than \\n");
+
+	/* The exec part says when the session ends: it must be the header's
+	 * expiry, or exec would serve a credential kubectl keeps past it. */
+	doc = sample_header(&body, &body_len);
+	json_object_set_new(doc, "expires", json_integer(1700028800 + 3600));
+	expect_refused_parts(doc, body, body_len, "with an exec part for another expiry");
+	json_decref(doc);
+	kh_secure_free(body, body_len + 1);
+	kh_secure_free(ans, exec + 1);
+}
+
+/* What exec serves from a record is, byte for byte, the answer the encoder
+ * writes for the record's session, for either apiVersion. */
+static void
+test_answer_round_trip(void **state)
+{
+	static const enum kh_exec_api apis[] = { KH_EXEC_API_V1, KH_EXEC_API_V1BETA1 };
+	struct kh_record r = sample(), *d = NULL, *full = NULL;
+	char *buf, *want, served[8192];
+	size_t len, want_len, plen, i;
+	kh_error err;
+
+	(void)state;
+	buf = encode(&r, &len);
+	assert_int_equal(kh_record_decode_answer(buf, len, &d, &err), 0);
+	assert_non_null(d->exec_answer);
+	assert_int_equal(strlen(d->exec_answer), d->exec_answer_len);
+	assert_null(d->key_pem);
+	assert_null(d->cert_chain_pem);
+	assert_string_equal(d->user, "alice");
+	assert_int_equal(d->expires, 1700028800);
+	for (i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
+		const char *prefix = kh_exec_answer_prefix(apis[i]);
+
+		assert_int_equal(kh_exec_response_encode(apis[i], (time_t)r.expires, r.cert_chain_pem,
+							 r.key_pem, &want, &want_len, &err), 0);
+		plen = strlen(prefix);
+		assert_true(plen + d->exec_answer_len - 1 < sizeof(served));
+		memcpy(served, prefix, plen);
+		memcpy(served + plen, d->exec_answer + 1, d->exec_answer_len - 1);
+		assert_int_equal(plen + d->exec_answer_len - 1, want_len);
+		assert_memory_equal(served, want, want_len);
+		kh_secure_strfree(want);
+	}
+	assert_null(kh_exec_answer_prefix(KH_EXEC_API_NONE));
+	/* A signer's decode takes the key alone. */
+	assert_int_equal(kh_record_decode_take(buf, len, KH_RECORD_TAKE_KEY, &full, &err), 0);
+	assert_null(full->cert_chain_pem);
+	assert_string_equal(full->key_pem, PEM_KEY);
+	assert_string_equal(full->token_cert_pem, PEM_CERT);
+	assert_null(full->exec_answer);
+	kh_record_free(full);
+	/* The full decoder takes the chain and the key back out of it. */
+	assert_int_equal(kh_record_decode(buf, len, &full, &err), 0);
+	assert_string_equal(full->cert_chain_pem, PEM_CERT PEM_CERT);
+	assert_string_equal(full->key_pem, PEM_KEY);
+	assert_null(full->exec_answer);
+	kh_record_free(full);
+	full = kh_record_dup(d);
+	assert_non_null(full);
+	assert_string_equal(full->exec_answer, d->exec_answer);
+	kh_record_free(full);
+	kh_record_free(d);
+	/* Relay-held key: nothing to serve, the chain is there as it is. */
+	r.key_pem = NULL;
+	kh_secure_free(buf, len + 1);
+	buf = encode(&r, &len);
+	assert_int_equal(kh_record_decode_answer(buf, len, &d, &err), 0);
+	assert_null(d->exec_answer);
+	assert_string_equal(d->cert_chain_pem, PEM_CERT PEM_CERT);
+	kh_record_free(d);
+	kh_secure_free(buf, len + 1);
+}
+
+/* Both decoders accept exactly the same records: every byte of a valid
+ * record replaced by each of a few telling bytes. */
+static void
+test_decoders_agree(void **state)
+{
+	static const char subst[] = { '"', '\\', 'n', 'x', '\n', '\0', '\x80', ' ', '9', '}' };
+	struct kh_record r = sample(), *a = NULL, *b = NULL;
+	size_t len, i, k, accepted = 0;
+	char *buf = encode(&r, &len), saved;
+	kh_error err;
+	int ra, rb;
+
+	(void)state;
+	for (i = 0; i < len; i++) {
+		saved = buf[i];
+		for (k = 0; k < sizeof(subst); k++) {
+			if (subst[k] == saved)
+				continue;
+			buf[i] = subst[k];
+			ra = kh_record_decode(buf, len, &a, &err);
+			rb = kh_record_decode_answer(buf, len, &b, &err);
+			if (ra != rb)
+				fail_msg("byte %zu set to 0x%02x: the full decoder says %d, "
+					 "exec's decoder %d", i, (unsigned char)subst[k], ra, rb);
+			kh_record_free(b);
+			rb = kh_record_decode_take(buf, len, KH_RECORD_TAKE_KEY, &b, &err);
+			if (ra != rb)
+				fail_msg("byte %zu set to 0x%02x: the full decoder says %d, "
+					 "the key-only decoder %d", i, (unsigned char)subst[k], ra, rb);
+			if (ra == 0 && strcmp(a->key_pem, b->key_pem) != 0)
+				fail_msg("byte %zu: the decoders disagree on the key", i);
+			accepted += ra == 0;
+			kh_record_free(a);
+			kh_record_free(b);
+			a = b = NULL;
+		}
+		buf[i] = saved;
+	}
+	assert_true(accepted > 0);   /* base64 letters may change: still a record */
+	kh_secure_free(buf, len + 1);
 }
 
 /* The PAM module turns wiping on at entry and off at exit: off must put
@@ -503,7 +652,9 @@ main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_decode_refuses_malformed),
 		cmocka_unit_test(test_decode_refuses_forged_fields),
-		cmocka_unit_test(test_decode_refuses_forged_pem_texts),
+		cmocka_unit_test(test_decode_refuses_forged_parts),
+		cmocka_unit_test(test_answer_round_trip),
+		cmocka_unit_test(test_decoders_agree),
 	};
 
 	kh_json_wipe_on_free(true);

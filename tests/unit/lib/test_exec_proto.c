@@ -706,6 +706,71 @@ t_exec_response_no_key_residue(void **state)
 	kh_secure_strfree(out);
 }
 
+/* The pre-rendered answer: served behind either apiVersion's prefix it is
+ * exactly kh_exec_response_encode's output; rendering leaves no copy of the
+ * key in memory jansson freed. */
+static void
+t_exec_answer_render(void **state)
+{
+	static const enum kh_exec_api apis[] = { KH_EXEC_API_V1, KH_EXEC_API_V1BETA1 };
+	char *ans = NULL, *want = NULL, *cert = NULL, *key = NULL, served[1024];
+	size_t len = 0, want_len, plen, i;
+	kh_error err;
+
+	(void)state;
+	leaked_key_blocks = 0;
+	assert_int_equal(kh_exec_answer_render(1795298811, cert_pem, key_pem, &ans, &len, &err), 0);
+	assert_int_equal(leaked_key_blocks, 0);
+	assert_int_equal(strlen(ans), len);
+	assert_int_equal(kh_exec_answer_check(ans, len, 1795298811, &err), 0);
+	for (i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
+		plen = strlen(kh_exec_answer_prefix(apis[i]));
+		assert_true(plen + len < sizeof(served));
+		memcpy(served, kh_exec_answer_prefix(apis[i]), plen);
+		memcpy(served + plen, ans + 1, len - 1);
+		assert_int_equal(kh_exec_response_encode(apis[i], 1795298811, cert_pem, key_pem,
+		                                         &want, &want_len, &err), 0);
+		assert_int_equal(plen + len - 1, want_len);
+		assert_memory_equal(served, want, want_len);
+		kh_secure_strfree(want);
+	}
+	/* Another expiry, a cut or a longer text: not this session's answer. */
+	assert_int_equal(kh_exec_answer_check(ans, len, 1795298812, &err), -1);
+	assert_int_equal(err.code, KH_ERR_REFUSED);
+	assert_int_equal(kh_exec_answer_check(ans, len - 1, 1795298811, &err), -1);
+	assert_int_equal(kh_exec_answer_check(ans, len + 1, 1795298811, &err), -1);
+	assert_int_equal(kh_exec_answer_check(NULL, 0, 1795298811, &err), -1);
+	assert_int_equal(kh_exec_answer_pems(ans, len, &cert, &key, &err), 0);
+	assert_string_equal(cert, cert_pem);
+	assert_string_equal(key, key_pem);
+	free(cert);
+	kh_secure_strfree(key);
+	kh_secure_free(ans, len + 1);
+}
+
+/* What the reader would refuse is refused at login, with a reason. */
+static void
+t_exec_answer_render_refuses(void **state)
+{
+	char *ans = (char *)"x";
+	size_t len = 7;
+	kh_error err;
+
+	(void)state;
+	assert_int_equal(kh_exec_answer_render(0, "not PEM", key_pem, &ans, &len, &err), -1);
+	assert_null(ans);
+	assert_int_equal(len, 0);
+	assert_int_equal(err.code, KH_ERR_INPUT);
+	assert_non_null(strstr(err.msg, "PEM"));
+	assert_int_equal(kh_exec_answer_render(0, cert_pem, "-----BEGIN X-----\r\nAB\r\n", &ans,
+	                                       &len, &err), -1);
+	assert_int_equal(kh_exec_answer_render(0, "-----BEGIN \"quoted\"", key_pem, &ans, &len,
+	                                       &err), -1);
+	assert_int_equal(kh_exec_answer_render(0, cert_pem, NULL, &ans, &len, &err), -1);
+	assert_int_equal(kh_exec_answer_render(253402300800, cert_pem, key_pem, &ans, &len, &err), -1);
+	assert_null(ans);
+}
+
 int
 main(void)
 {
@@ -729,6 +794,8 @@ main(void)
 		cmocka_unit_test(t_exec_roundtrip_version),
 		cmocka_unit_test(t_exec_response_errors),
 		cmocka_unit_test(t_exec_response_no_key_residue),
+		cmocka_unit_test(t_exec_answer_render),
+		cmocka_unit_test(t_exec_answer_render_refuses),
 	};
 	static const struct row_table tables[] = {
 		{ exec_bad, sizeof(exec_bad) / sizeof(exec_bad[0]), sizeof(exec_bad[0]), t_exec_bad },
