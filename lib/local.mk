@@ -5,7 +5,8 @@ noinst_LTLIBRARIES += lib/libkh-error.la
 lib_libkh_error_la_SOURCES = lib/kh_error.c lib/kh_error.h
 
 # libkh-core: what `kubehsm exec` needs and nothing more — libc, jansson and
-# libkeyutils.  No crypto library: exec runs on every kubectl invocation and
+# libkeyutils — and the plain-C parsers the policy loader shares with the
+# rest (PKCS#11 URIs, module environments).  No crypto library: exec runs on every kubectl invocation and
 # must start like a minimal program.  No LIBADD: each program that links the
 # core names jansson and libkeyutils itself, so the front end can take them
 # from their static archives (configure.ac, KH_FRONT_LIBS).
@@ -20,7 +21,8 @@ lib_libkh_core_la_SOURCES = \
 	lib/kh_exec_proto.c lib/kh_exec_proto.h \
 	lib/kh_words.c lib/kh_words.h \
 	lib/kh_duration.c lib/kh_duration.h \
-	lib/kh_template.c lib/kh_template.h
+	lib/kh_template.c lib/kh_template.h \
+	lib/kh_env.c lib/kh_env.h
 lib_libkh_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 lib_libkh_core_la_LIBADD = lib/libkh-error.la
 

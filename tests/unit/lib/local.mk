@@ -2,7 +2,8 @@
 lib_unit_tests = tests/unit/lib/test_exec_proto tests/unit/lib/test_signer_proto \
 	tests/unit/lib/test_base64 tests/unit/lib/test_sign \
 	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
-	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words
+	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words \
+	tests/unit/lib/test_env
 check_PROGRAMS += $(lib_unit_tests)
 TESTS += $(lib_unit_tests)
 
@@ -69,3 +70,9 @@ tests_unit_lib_test_template_LDADD = $(unit_ldadd)
 tests_unit_lib_test_words_SOURCES = tests/unit/lib/test_words.c
 tests_unit_lib_test_words_CFLAGS = $(unit_cflags)
 tests_unit_lib_test_words_LDADD = $(unit_ldadd)
+
+# pkcs11.env set around a module's initialisation and put back exactly
+# (lib/kh_env).
+tests_unit_lib_test_env_SOURCES = tests/unit/lib/test_env.c
+tests_unit_lib_test_env_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_env_LDADD = $(unit_ldadd)
