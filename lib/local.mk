@@ -38,6 +38,7 @@ lib_libkh_la_SOURCES = \
 	lib/kh_sign.c lib/kh_sign.h \
 	lib/kh_pkey.c lib/kh_pkey.h \
 	lib/kh_pkcs11.c lib/kh_pkcs11.h \
+	lib/kh_p11_ui.c lib/kh_p11_ui.h \
 	lib/kh_x509.c lib/kh_x509.h \
 	lib/kh_relay_proto.c lib/kh_relay_proto.h \
 	lib/kh_relay_client.c lib/kh_relay_client.h

@@ -3,7 +3,7 @@ lib_unit_tests = tests/unit/lib/test_exec_proto tests/unit/lib/test_signer_proto
 	tests/unit/lib/test_base64 tests/unit/lib/test_sign \
 	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
 	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words \
-	tests/unit/lib/test_env
+	tests/unit/lib/test_env tests/unit/lib/test_p11_ui
 check_PROGRAMS += $(lib_unit_tests)
 TESTS += $(lib_unit_tests)
 
@@ -76,3 +76,9 @@ tests_unit_lib_test_words_LDADD = $(unit_ldadd)
 tests_unit_lib_test_env_SOURCES = tests/unit/lib/test_env.c
 tests_unit_lib_test_env_CFLAGS = $(unit_cflags)
 tests_unit_lib_test_env_LDADD = $(unit_ldadd)
+
+# What answers a context-specific login: the login's PIN or nothing, never
+# a terminal (lib/kh_p11_ui).
+tests_unit_lib_test_p11_ui_SOURCES = tests/unit/lib/test_p11_ui.c
+tests_unit_lib_test_p11_ui_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_p11_ui_LDADD = $(unit_ldadd) $(CRYPTO_LIBS)
