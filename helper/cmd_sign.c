@@ -218,7 +218,7 @@ kh_cmd_sign(int argc, char **argv)
 					     "session.cache_pin = true)", err.msg);
 				goto out;
 			}
-			if (kh_p11_open_uri_key(module, rec->token_uri, pin, &p11, &pkey, &err) != 0) {
+			if (kh_p11_open_uri_key(module, NULL, rec->token_uri, pin, &p11, &pkey, &err) != 0) {
 				/* A PIN the token refused would fail the same way on
 				 * every kubectl request until the token locks: it is
 				 * forgotten at once and never tried again. */

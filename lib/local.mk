@@ -22,13 +22,16 @@ lib_libkh_core_la_SOURCES = \
 	lib/kh_words.c lib/kh_words.h \
 	lib/kh_duration.c lib/kh_duration.h \
 	lib/kh_template.c lib/kh_template.h \
-	lib/kh_env.c lib/kh_env.h
+	lib/kh_env.c lib/kh_env.h \
+	lib/kh_p11_uri.c lib/kh_p11_uri.h
 lib_libkh_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 lib_libkh_core_la_LIBADD = lib/libkh-error.la
 
 # libkh: the rest, for the PAM module, kubehsm-tool.so and the relay:
-# PKCS#11 (libp11), X.509 and signing (OpenSSL), the external signer's
-# codec, and the kubehsm-relayd control protocol with its client.
+# PKCS#11 (libp11, and the module's own function list for what libp11 does
+# not expose: <p11-kit/pkcs11.h>, the header only), finding the user's
+# token by its certificate, X.509 and signing (OpenSSL), the external
+# signer's codec, and the kubehsm-relayd control protocol with its client.
 noinst_LTLIBRARIES += lib/libkh.la
 lib_libkh_la_SOURCES = \
 	lib/kh_error_ssl.c \
@@ -38,9 +41,12 @@ lib_libkh_la_SOURCES = \
 	lib/kh_sign.c lib/kh_sign.h \
 	lib/kh_pkey.c lib/kh_pkey.h \
 	lib/kh_pkcs11.c lib/kh_pkcs11.h \
+	lib/kh_p11_raw.c lib/kh_p11_raw.h \
 	lib/kh_p11_ui.c lib/kh_p11_ui.h \
+	lib/kh_token.c lib/kh_token.h \
 	lib/kh_x509.c lib/kh_x509.h \
 	lib/kh_relay_proto.c lib/kh_relay_proto.h \
 	lib/kh_relay_client.c lib/kh_relay_client.h
-lib_libkh_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) $(LIBP11_CFLAGS)
+lib_libkh_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) $(LIBP11_CFLAGS) \
+	$(P11KIT_CFLAGS)
 lib_libkh_la_LIBADD = $(CRYPTO_LIBS) $(JANSSON_LIBS) $(LIBP11_LIBS)
