@@ -126,7 +126,7 @@ kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		if (opts->forwarded)
 			kh_pam_debug(pamh, opts, "user '%s': option forwarded, but the policy "
 				     "has no pkcs11.forward: the bastion's module", user);
-		return kh_p11_open(policy->pkcs11.module, NULL, err);
+		return kh_p11_open(policy->pkcs11.module, &policy->pkcs11.env, err);
 	}
 	path = kh_policy_forward_socket(policy, uid, err);
 	if (path == NULL)
@@ -136,7 +136,7 @@ kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		kh_pam_debug(pamh, opts, "user '%s': no forwarded token at %s: the bastion's "
 			     "module", user, path);
 		free(path);
-		return kh_p11_open(policy->pkcs11.module, NULL, err);
+		return kh_p11_open(policy->pkcs11.module, &policy->pkcs11.env, err);
 	}
 	if (r < 0) {
 		free(path);
