@@ -110,11 +110,13 @@ struct kh_policy {
 		char *forward_socket;
 	} pkcs11;
 
+	/* Which token and key are the user's: the token whose certificate
+	 * maps to the user (lib/kh_token.h), narrowed by these when set. */
 	struct {
 		char *uri;        /* token URI (RFC 7512, token attributes); "" = every token */
-		char *label;      /* template, %u = PAM user */
-		char *key_label;  /* template; "" = match by key_id only */
-		char *key_id;     /* hex CKA_ID, "" = match by key_label only */
+		char *label;      /* template, %u = PAM user; "" = any label */
+		char *key_label;  /* template; "" = any CKA_LABEL */
+		char *key_id;     /* hex CKA_ID; "" = any (the key has the certificate's) */
 	} token;
 
 	struct {

@@ -21,8 +21,6 @@
 #include "conf/kh_policy.h"
 #include "conf/kh_policy_int.h"
 
-#define KH_DEFAULT_TOKEN_LABEL   "%u"
-#define KH_DEFAULT_KEY_LABEL     "kube"
 #define KH_DEFAULT_USERNAME      "%u"
 #define KH_DEFAULT_TTL           "8h"
 #define KH_ISSUER_ID_MAX         32
@@ -200,10 +198,10 @@ kh_pol_load_token(const struct kh_loader *ld, const config_setting_t *root, stru
 
 	if (kh_pol_get_section(ld, root, "token", false, kh_token_keys, &g) != 0 ||
 	    kh_pol_get_string(ld, g, "token", "uri", "", 0, &p->token.uri, &uriw) != 0 ||
-	    kh_pol_get_string(ld, g, "token", "label", KH_DEFAULT_TOKEN_LABEL,
-			      KH_STR_NONEMPTY | KH_STR_TEMPLATE, &p->token.label, NULL) != 0 ||
-	    kh_pol_get_string(ld, g, "token", "key_label", KH_DEFAULT_KEY_LABEL,
-			      KH_STR_TEMPLATE, &p->token.key_label, NULL) != 0 ||
+	    kh_pol_get_string(ld, g, "token", "label", "", KH_STR_TEMPLATE, &p->token.label,
+			      NULL) != 0 ||
+	    kh_pol_get_string(ld, g, "token", "key_label", "", KH_STR_TEMPLATE,
+			      &p->token.key_label, NULL) != 0 ||
 	    kh_pol_get_string(ld, g, "token", "key_id", "", 0, &p->token.key_id, &where) != 0)
 		return -1;
 	n = strlen(p->token.key_id);
@@ -211,9 +209,6 @@ kh_pol_load_token(const struct kh_loader *ld, const config_setting_t *root, stru
 		return kh_pol_fail_at(ld, where, "token.key_id \"%s\" must be an even number of hex "
 				      "digits (at most %d), e.g. \"01\" or \"a1b2\"",
 				      p->token.key_id, KH_KEY_ID_HEX_MAX);
-	if (p->token.key_label[0] == '\0' && n == 0)
-		return kh_pol_fail_at(ld, g, "token: key_label and key_id are both empty; "
-				      "set at least one so the user's key can be found");
 	return kh_check_token_uri(ld, uriw, p->token.uri);
 }
 

@@ -177,9 +177,11 @@ test_defaults(void **state)
 	if (p == NULL)
 		print_error("%s\n", err.msg);
 	assert_non_null(p);
+	/* The token is the one whose certificate maps to the user: nothing
+	 * narrows the search by default. */
 	assert_string_equal(p->token.uri, "");
-	assert_string_equal(p->token.label, "%u");
-	assert_string_equal(p->token.key_label, "kube");
+	assert_string_equal(p->token.label, "");
+	assert_string_equal(p->token.key_label, "");
 	assert_string_equal(p->token.key_id, "");
 	assert_int_equal(p->pkcs11.env.n, 0);
 	assert_int_equal(p->issuers[0].env.n, 0);
@@ -362,8 +364,6 @@ static const struct bad_case bad_cases[] = {
 	{ 10, "signer = { key = \"hsm\"; };", 10, "valid: session, token" },
 	/* cross-field rules */
 	{ 10, "signer = { key = \"token\"; };", 10, "needs session.cache_pin = true" },
-	{ 3, "token = { key_label = \"\"; key_id = \"\"; };", 3,
-	  "key_label and key_id are both empty" },
 	/* token.uri: a token URI, path attributes of a token only */
 	{ 3, "token = { uri = \"pkcs11:object=kube\"; };", 3,
 	  "token.uri: PKCS#11 URI: 'object' does not name a token" },
