@@ -332,7 +332,7 @@ kh_p11_copy_cert(const PKCS11_CERT *in, struct kh_p11_cert *out)
  * certificates cannot be read is reported, not fatal: it is simply not
  * anyone's. */
 static int
-kh_p11_read_certs(PKCS11_TOKEN *tok, struct kh_p11_token *t)
+kh_p11_copy_certs(PKCS11_TOKEN *tok, struct kh_p11_token *t)
 {
 	PKCS11_CERT *certs = NULL;
 	unsigned int n = 0, i;
@@ -375,10 +375,9 @@ kh_p11_describe(struct kh_p11 *p, size_t i, struct kh_p11_token *t)
 	if (t->slot_description == NULL || t->slot_manufacturer == NULL || t->label == NULL ||
 	    t->manufacturer == NULL || t->model == NULL || t->serial == NULL)
 		return -1;
-	if (!t->initialized)
-		return 0;
-	t->pin_flags = kh_p11_pin_flags(tok);
-	return kh_p11_read_certs(tok, t);
+	if (t->initialized)
+		t->pin_flags = kh_p11_pin_flags(tok);
+	return 0;
 }
 
 int
@@ -409,11 +408,31 @@ kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n, kh
 	return 0;
 }
 
+/* t names a token of p's current slot list. */
+static bool
+kh_p11_current(const struct kh_p11 *p, const struct kh_p11_token *t)
+{
+	return p != NULL && t != NULL && t->generation == p->generation &&
+	       t->index < p->nslots && p->slots[t->index].token != NULL && t->initialized;
+}
+
+int
+kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
+{
+	if (t != NULL && t->certs_read)
+		return 0;
+	if (!kh_p11_current(p, t))
+		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
+	t->certs_read = true;
+	if (kh_p11_copy_certs(p->slots[t->index].token, t) != 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	return 0;
+}
+
 int
 kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err)
 {
-	if (p == NULL || t == NULL || t->generation != p->generation || t->index >= p->nslots ||
-	    p->slots[t->index].token == NULL || !t->initialized)
+	if (!kh_p11_current(p, t))
 		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");

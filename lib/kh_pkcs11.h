@@ -73,6 +73,7 @@ struct kh_p11_token {
 	bool initialized;        /* ... and initialised (a blank one is never used) */
 	char *label, *manufacturer, *model, *serial;   /* "" when no token */
 	unsigned pin_flags;      /* KH_P11_PIN_*, read now */
+	bool certs_read;         /* kh_p11_read_certs has run */
 	struct kh_p11_cert *certs;
 	size_t ncerts;
 	char *certs_error;       /* the certificates could not be listed: why */
@@ -102,13 +103,21 @@ const char *kh_p11_module_manufacturer(const struct kh_p11 *p);
 
 /*
  * Every slot of the module, read afresh (a token may have been inserted
- * since the module was loaded, and the PIN flags must be current), with
- * the certificates of each initialised token, read without logging in.
- * This unselects any token selected before.  Free with kh_p11_tokens_free.
+ * since the module was loaded, and the PIN flags must be current).  This
+ * unselects any token selected before.  Free with kh_p11_tokens_free.
  */
 int kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n,
 		       kh_error *err);
 void kh_p11_tokens_free(struct kh_p11_token *tokens, size_t n);
+
+/*
+ * The certificates of t (from the latest kh_p11_list_tokens of p), read
+ * without logging in — only for the tokens a caller looks at: on a card
+ * each one is a read from the card.  A token whose certificates cannot be
+ * listed gets certs_error, which is no failure; -1 only when out of memory
+ * or t is not in p's list.  Does nothing when they were read already.
+ */
+int kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err);
 
 /* Select t (from the latest kh_p11_list_tokens of p) for login. */
 int kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err);

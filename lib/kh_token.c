@@ -193,13 +193,19 @@ pick_best(const struct kh_p11_token *t, struct kh_token_eval *te)
 	}
 }
 
+/* Only the tokens the policy looks at are read further: on a card every
+ * certificate is a read from the card. */
 static int
-eval_token(const struct kh_token_rules *r, const char *user, const struct kh_p11_token *t,
-	   struct kh_token_eval *te, kh_error *err)
+eval_token(struct kh_p11 *p, const struct kh_token_rules *r, const char *user,
+	   struct kh_p11_token *t, struct kh_token_eval *te, kh_error *err)
 {
 	memset(te, 0, sizeof(*te));
 	te->skip = skip_reason(r, t);
-	if (te->skip != NULL || t->ncerts == 0)
+	if (te->skip != NULL)
+		return 0;
+	if (kh_p11_read_certs(p, t, err) != 0)
+		return -1;
+	if (t->ncerts == 0)
 		return 0;
 	te->certs = calloc(t->ncerts, sizeof(*te->certs));
 	if (te->certs == NULL)
@@ -331,7 +337,7 @@ kh_token_choose(struct kh_p11 *p, const struct kh_token_rules *r, const char *us
 	if (c->ntokens > 0 && (c->evals = calloc(c->ntokens, sizeof(*c->evals))) == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	for (size_t i = 0; i < c->ntokens; i++)
-		if (eval_token(r, user, &c->tokens[i], &c->evals[i], err) != 0)
+		if (eval_token(p, r, user, &c->tokens[i], &c->evals[i], err) != 0)
 			return -1;
 	return choose(p, c, r, user, err);
 }
@@ -350,10 +356,12 @@ kh_token_find_cert(struct kh_p11 *p, const struct kh_p11_uri *uri, X509 *cert,
 	if (kh_p11_list_tokens(p, &c->tokens, &c->ntokens, err) != 0)
 		return -1;
 	for (size_t i = 0; i < c->ntokens; i++) {
-		const struct kh_p11_token *t = &c->tokens[i];
+		struct kh_p11_token *t = &c->tokens[i];
 
 		if (skip_reason(&r, t) != NULL)
 			continue;
+		if (kh_p11_read_certs(p, t, err) != 0)
+			return -1;
 		for (size_t j = 0; j < t->ncerts; j++) {
 			if (t->certs[j].x509 == NULL || X509_cmp(t->certs[j].x509, cert) != 0)
 				continue;

@@ -94,5 +94,6 @@ tests_unit_lib_test_p11_ui_LDADD = $(unit_ldadd) $(CRYPTO_LIBS)
 # list (ld --wrap), real certificates and validation.
 tests_unit_lib_test_token_SOURCES = tests/unit/lib/test_token.c
 tests_unit_lib_test_token_CFLAGS = $(unit_cflags) $(LIBP11_CFLAGS)
-tests_unit_lib_test_token_LDFLAGS = -Wl,--wrap=kh_p11_list_tokens -Wl,--wrap=kh_p11_use_token
+tests_unit_lib_test_token_LDFLAGS = -Wl,--wrap=kh_p11_list_tokens -Wl,--wrap=kh_p11_use_token \
+	-Wl,--wrap=kh_p11_read_certs
 tests_unit_lib_test_token_LDADD = $(unit_ldadd) $(CRYPTO_LIBS) $(LIBP11_LIBS)

@@ -146,6 +146,7 @@ fake_describe(struct kh_p11_token *t, size_t index, const char *label, const cha
 	t->certs[0].id[0] = 0x01;
 	t->certs[0].id_len = 1;
 	t->ncerts = 1;
+	t->certs_read = true;
 }
 
 /* The user's token (fake_token), then the others (fake_others). */
