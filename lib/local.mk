@@ -23,7 +23,8 @@ lib_libkh_core_la_SOURCES = \
 	lib/kh_duration.c lib/kh_duration.h \
 	lib/kh_template.c lib/kh_template.h \
 	lib/kh_env.c lib/kh_env.h \
-	lib/kh_p11_uri.c lib/kh_p11_uri.h
+	lib/kh_p11_uri.c lib/kh_p11_uri.h \
+	lib/kh_opensc_conf.c lib/kh_opensc_conf.h
 lib_libkh_core_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 lib_libkh_core_la_LIBADD = lib/libkh-error.la
 

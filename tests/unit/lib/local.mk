@@ -4,7 +4,7 @@ lib_unit_tests = tests/unit/lib/test_exec_proto tests/unit/lib/test_signer_proto
 	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
 	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words \
 	tests/unit/lib/test_p11_uri tests/unit/lib/test_env tests/unit/lib/test_p11_ui \
-	tests/unit/lib/test_token
+	tests/unit/lib/test_token tests/unit/lib/test_opensc_conf
 check_PROGRAMS += $(lib_unit_tests)
 TESTS += $(lib_unit_tests)
 
@@ -97,3 +97,9 @@ tests_unit_lib_test_token_CFLAGS = $(unit_cflags) $(LIBP11_CFLAGS)
 tests_unit_lib_test_token_LDFLAGS = -Wl,--wrap=kh_p11_list_tokens -Wl,--wrap=kh_p11_use_token \
 	-Wl,--wrap=kh_p11_read_certs
 tests_unit_lib_test_token_LDADD = $(unit_ldadd) $(CRYPTO_LIBS) $(LIBP11_LIBS)
+
+# Whether an opensc.conf resets a card at disconnect, read as OpenSC reads
+# it (lib/kh_opensc_conf).
+tests_unit_lib_test_opensc_conf_SOURCES = tests/unit/lib/test_opensc_conf.c
+tests_unit_lib_test_opensc_conf_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_opensc_conf_LDADD = $(unit_ldadd)
