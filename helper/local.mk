@@ -25,7 +25,7 @@ helper_kubehsm_LDFLAGS = $(KH_FRONT_LDFLAGS)
 pkglib_LTLIBRARIES += helper/kubehsm-tool.la
 helper_kubehsm_tool_la_SOURCES = \
 	helper/kubehsm-tool.c helper/kh_tool.h helper/kh_cli.c helper/kh_cli.h \
-	helper/cmd_config.c \
+	helper/cmd_config.c helper/cmd_token.c \
 	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c helper/cmd_login.c \
 	helper/cmd_kubeconfig.c helper/cmd_kubeconfig_relay.c helper/cmd_admin.c
 helper_kubehsm_tool_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
