@@ -216,7 +216,22 @@ pin_state(unsigned f)
 	return "ok";
 }
 
-/* The key of certificate c, as the token shows it before login. */
+/*
+ * A key the token hides before login can still be known to want a PIN per
+ * signature: on a PIV card CKA_ID 02 is slot 9C, the Digital Signature
+ * key, whose access rule is "PIN Always" (SP 800-73-4), and both OpenSC's
+ * PIV emulation and ykcs11 mark it CKA_ALWAYS_AUTHENTICATE after login.
+ */
+static bool
+piv_9c(const struct kh_p11_token *t, const struct kh_p11_cert *c)
+{
+	return c->id_len == 1 && c->id[0] == 0x02 &&
+	       (strcmp(t->manufacturer, "piv_II") == 0 ||
+		strncmp(t->manufacturer, "Yubico", strlen("Yubico")) == 0);
+}
+
+/* The key of certificate c, as the token shows it before login; *known:
+ * whether ki->always_auth is known (shown, or PIV's 9C). */
 static void
 key_str(struct view *v, const struct kh_p11_token *t, const struct kh_p11_cert *c,
 	char *buf, size_t size, struct kh_p11_key_info *ki, bool *known)
@@ -235,10 +250,16 @@ key_str(struct view *v, const struct kh_p11_token *t, const struct kh_p11_cert *
 		return;
 	}
 	*known = ki->visible;
-	if (!ki->visible)
+	if (!ki->visible && piv_9c(t, c)) {
+		*known = true;
+		ki->always_auth = true;
+		(void)snprintf(buf, size, "CKA_ID %s: not shown before login; PIN per signature: "
+			       "yes (PIV slot 9C, \"PIN Always\"; kubehsm answers it with the "
+			       "login's PIN)", hex);
+	} else if (!ki->visible) {
 		(void)snprintf(buf, size, "CKA_ID %s: not shown before login (kubehsm finds it "
 			       "after login)", hex);
-	else
+	} else
 		(void)snprintf(buf, size, "CKA_ID %s: shown before login; PIN per signature: %s",
 			       hex, ki->always_auth ? "yes (CKA_ALWAYS_AUTHENTICATE; kubehsm "
 			       "answers it with the login's PIN)" : "no");
@@ -390,8 +411,9 @@ json_cert(struct view *v, size_t ti, size_t ci)
 	json_object_set_new(o, "mapsTo", e->user != NULL ? json_string(e->user) : json_null());
 	json_object_set_new(o, "clientAuth", json_boolean(e->client_auth));
 	key_str(v, t, c, key, sizeof(key), &ki, &known);
-	json_object_set_new(o, "key", json_pack("{s:b,s:b,s:s}", "visibleBeforeLogin", known,
-						"alwaysAuthenticate", known && ki.always_auth,
+	json_object_set_new(o, "key", json_pack("{s:b,s:o,s:s}", "visibleBeforeLogin", ki.visible,
+						"alwaysAuthenticate", known ?
+						json_boolean(ki.always_auth) : json_null(),
 						"note", key));
 	return o;
 }
@@ -587,14 +609,15 @@ kh_cli_token_notes(const struct kh_policy *policy, FILE *out)
 			    kh_x509_validate(c->x509, policy->trust.ca_file, policy->trust.crl_file,
 					     0, &e) != 0 ||
 			    kh_p11_key_info(p11, &t[i], c->id, c->id_len, &ki, &e) != 0 ||
-			    !ki.always_auth)
+			    !(ki.always_auth || (!ki.visible && piv_9c(&t[i], c))))
 				continue;
 			kh_token_name(&t[i], name, sizeof(name));
 			name_str(c->x509, subj, sizeof(subj));
 			fprintf(out, "# token %s: the key of '%s' (CKA_ID %s) needs the PIN for every "
-				"signature (CKA_ALWAYS_AUTHENTICATE); kubehsm answers it with the PIN "
-				"typed at login\n", name, subj,
-				kh_p11_hex_encode(c->id, c->id_len, hex, sizeof(hex)));
+				"signature (%s); kubehsm answers it with the PIN typed at login\n",
+				name, subj, kh_p11_hex_encode(c->id, c->id_len, hex, sizeof(hex)),
+				ki.visible ? "CKA_ALWAYS_AUTHENTICATE" :
+				"PIV slot 9C, \"PIN Always\"");
 		}
 	}
 	warning = opensc_warning(policy, p11);
