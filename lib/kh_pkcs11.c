@@ -40,6 +40,7 @@ struct kh_p11 {
 	void *dl;               /* our own handle on the module: its function list */
 	CK_FUNCTION_LIST_PTR fl;
 	UI_METHOD *ui;          /* answers context-specific logins with `pin` */
+	struct kh_env env;      /* pkcs11.env (a copy), set when the module connects */
 	char *pin;              /* the PIN the token accepted; wiped at logout */
 	PKCS11_SLOT *slots;
 	unsigned int nslots;
@@ -101,16 +102,43 @@ kh_p11_dlopen(struct kh_p11 *p, kh_error *err)
 	return 0;
 }
 
-/* C_Initialize, with the policy's environment set around it: everything
- * the modules kubehsm knows read their environment there (measured for
- * OpenSC + libpcsclite and tpm2-pkcs11, see kubehsm.conf(5)). */
+/*
+ * The policy's environment (pkcs11.env) is set where a module reads it and
+ * put back right after: around C_Initialize, where OpenSC (OPENSC_CONF,
+ * and libpcsclite's PCSCLITE_CSOCK_NAME through its first connection) and
+ * tpm2-pkcs11 (TPM2_PKCS11_STORE, TPM2_PKCS11_TCTI, the bus) read
+ * theirs; and around every slot listing, since ykcs11 connects to pcscd
+ * only in C_GetSlotList, afresh each time (measured; see kubehsm.conf(5)).
+ */
 static int
-kh_p11_load(struct kh_p11 *p, const struct kh_env *env, kh_error *err)
+kh_p11_copy_env(struct kh_p11 *p, const struct kh_env *env, kh_error *err)
+{
+	if (env == NULL || env->n == 0)
+		return 0;
+	p->env.names = calloc(env->n, sizeof(*p->env.names));
+	p->env.values = calloc(env->n, sizeof(*p->env.values));
+	if (p->env.names == NULL || p->env.values == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	for (; p->env.n < env->n; p->env.n++) {
+		p->env.names[p->env.n] = strdup(env->names[p->env.n]);
+		p->env.values[p->env.n] = strdup(env->values[p->env.n]);
+		if (p->env.names[p->env.n] == NULL || p->env.values[p->env.n] == NULL) {
+			free(p->env.names[p->env.n]);
+			free(p->env.values[p->env.n]);
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* C_Initialize, with the module's environment set around it. */
+static int
+kh_p11_load(struct kh_p11 *p, kh_error *err)
 {
 	struct kh_env_saved saved;
 	int rc;
 
-	if (kh_env_apply(env, &saved, err) != 0)
+	if (kh_env_apply(&p->env, &saved, err) != 0)
 		return -1;
 	ERR_clear_error();
 	rc = PKCS11_CTX_load(p->ctx, p->path);
@@ -148,7 +176,8 @@ kh_p11_open(const char *path, const struct kh_env *env, kh_error *err)
 		kh_fail(err, KH_ERR_INTERNAL, "cannot set the PKCS#11 context's PIN method");
 		goto fail;
 	}
-	if (kh_p11_dlopen(p, err) != 0 || kh_p11_load(p, env, err) != 0)
+	if (kh_p11_copy_env(p, env, err) != 0 || kh_p11_dlopen(p, err) != 0 ||
+	    kh_p11_load(p, err) != 0)
 		goto fail;
 	return p;
 fail:
@@ -192,6 +221,7 @@ kh_p11_close(struct kh_p11 *p)
 		UI_destroy_method(p->ui);
 	if (p->dl != NULL)
 		dlclose(p->dl);
+	kh_env_clear(&p->env);
 	free(p->path);
 	free(p);
 	/* libp11 and the module leave their failures in the queue: they must
@@ -237,12 +267,19 @@ kh_p11_pin_flags(const PKCS11_TOKEN *tok)
 static int
 kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
 {
+	struct kh_env_saved saved;
+	int rc;
+
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
 	kh_p11_release_slots(p);
 	p->generation++;
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
 	ERR_clear_error();
-	if (PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots) != 0) {
+	rc = PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots);
+	kh_env_restore(&saved);
+	if (rc != 0) {
 		p->slots = NULL;
 		p->nslots = 0;
 		return kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);

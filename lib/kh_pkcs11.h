@@ -90,9 +90,10 @@ struct kh_p11_key_info {
 	unsigned count;          /* private keys with that CKA_ID */
 };
 
-/* Load and initialise the module at `path`, with `env` (pkcs11.env; NULL
- * for none) set around its C_Initialize and restored afterwards.  NULL +
- * err if it cannot. */
+/* Load and initialise the module at `path`.  `env` (pkcs11.env; NULL for
+ * none) is set around its C_Initialize and around every slot listing —
+ * where the modules measured read it — and put back exactly each time.
+ * NULL + err if it cannot. */
 struct kh_p11 *kh_p11_open(const char *path, const struct kh_env *env, kh_error *err);
 
 /* Log out, release every libp11 object, finalise and unload. NULL is fine. */
