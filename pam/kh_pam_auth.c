@@ -207,7 +207,9 @@ find_users_token(struct auth_ctx *c)
  * `kubehsm login --renew` keeps the session's identity: a token holding
  * another certificate is refused here, before the PIN is asked, instead of
  * by the session step after a try was spent on it.  (The session step
- * still decides: this only spares the try.)
+ * still decides: this only spares the try.)  Only in the kubehsm service,
+ * whose auth line says `forwarded` and session line `join`: kubehsm-login
+ * is what sets KUBEHSM_RENEW.
  */
 static int
 renew_precheck(struct auth_ctx *c)
@@ -218,7 +220,7 @@ renew_precheck(struct auth_ctx *c)
 	kh_error err = { 0 };
 	char *pem = NULL;
 
-	if (!c->opts->join || r == NULL || strcmp(r, "1") != 0)
+	if (!(c->opts->join || c->opts->forwarded) || r == NULL || strcmp(r, "1") != 0)
 		return PAM_SUCCESS;
 	if (kh_x509_cert_to_pem(c->cert->x509, &pem, &err) != 0)
 		return fail_log(c, "token certificate", &err, PAM_BUF_ERR);

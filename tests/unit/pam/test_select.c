@@ -167,7 +167,7 @@ t_renew_other_certificate_before_pin(void **state)
 	assert_int_equal(auth(FAKEPAM_SCRIPT({ PAM_ERROR_MSG,
 		"kubehsm: token 'alice' holds another certificate than the one your kube session "
 		"was started with, and a renewal keeps the identity: insert that token, or run "
-		"'kubehsm logout', then 'kubehsm login'. The PIN was not asked." }), env, "join"),
+		"'kubehsm logout', then 'kubehsm login'. The PIN was not asked." }), env, "forwarded"),
 		PAM_PERM_DENIED);
 	assert_int_equal(fake_token.ntried, 0);
 	fakepam_expect_log(FAKEPAM_LOG(
@@ -194,8 +194,10 @@ t_renew_same_certificate_asks_pin(void **state)
 	free(pem);
 }
 
+/* Only the kubehsm service (auth `forwarded`, session `join`) renews:
+ * elsewhere KUBEHSM_RENEW means nothing to auth. */
 static void
-t_renew_check_only_with_join(void **state)
+t_renew_check_only_in_kubehsm_service(void **state)
 {
 	const char *const env[] = { KH_RENEW_ENV "=1", NULL };
 
@@ -219,7 +221,7 @@ main(void)
 		T(t_locked_no_conversation),
 		T(t_renew_other_certificate_before_pin),
 		T(t_renew_same_certificate_asks_pin),
-		T(t_renew_check_only_with_join),
+		T(t_renew_check_only_in_kubehsm_service),
 #undef T
 	};
 
