@@ -156,8 +156,10 @@ kh_policy_free(struct kh_policy *p)
 		return;
 	free(p->path);
 	free(p->pkcs11.module);
+	kh_env_clear(&p->pkcs11.env);
 	free(p->pkcs11.forward_module);
 	free(p->pkcs11.forward_socket);
+	free(p->token.uri);
 	free(p->token.label);
 	free(p->token.key_label);
 	free(p->token.key_id);
@@ -174,6 +176,7 @@ kh_policy_free(struct kh_policy *p)
 		free(p->issuers[i].id);
 		free(p->issuers[i].key);
 		free(p->issuers[i].module);
+		kh_env_clear(&p->issuers[i].env);
 		free(p->issuers[i].cert_file);
 		free(p->issuers[i].pin_file);
 	}

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "lib/kh_env.h"
 #include "lib/kh_error.h"
 #include "lib/kh_words.h"
 
@@ -54,6 +55,8 @@ struct kh_issuer {
 	char *id;               /* "" for the single default issuer */
 	char *key;              /* PKCS#11 URI of the issuer private key */
 	char *module;           /* PKCS#11 module for the issuer (default pkcs11.module) */
+	struct kh_env env;      /* set around its C_Initialize (default pkcs11.env
+				 * with pkcs11.module, none with another module) */
 	char *cert_file;        /* issuer certificate, then any intermediates (PEM) */
 	char *pin_file;         /* root-only file holding the issuer token PIN */
 	enum kh_key_type key_type;
@@ -104,6 +107,7 @@ struct kh_policy {
 
 	struct {
 		char *module;   /* PKCS#11 module for user tokens */
+		struct kh_env env;  /* pkcs11.env: set around its C_Initialize */
 		/* A token forwarded from the user's laptop (kubehsm login):
 		 * p11-kit's client module and the per-user socket ("%U" = the
 		 * uid).  NULL/NULL when not configured. */
@@ -111,10 +115,13 @@ struct kh_policy {
 		char *forward_socket;
 	} pkcs11;
 
+	/* Which token and key are the user's: the token whose certificate
+	 * maps to the user (lib/kh_token.h), narrowed by these when set. */
 	struct {
-		char *label;      /* template, %u = PAM user */
-		char *key_label;  /* template; "" = match by key_id only */
-		char *key_id;     /* hex CKA_ID, "" = match by key_label only */
+		char *uri;        /* token URI (RFC 7512, token attributes); "" = every token */
+		char *label;      /* template, %u = PAM user; "" = any label */
+		char *key_label;  /* template; "" = any CKA_LABEL */
+		char *key_id;     /* hex CKA_ID; "" = any (the key has the certificate's) */
 	} token;
 
 	struct {

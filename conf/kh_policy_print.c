@@ -71,12 +71,31 @@ kh_print_group_rule(FILE *out, const struct kh_group_rule *r, bool last)
 	return fputs(last ? "\"\n" : "\",\n", out) == EOF ? -1 : 0;
 }
 
+/* `env = { NAME = "value"; ... };` (pkcs11.env, issuer.env), nothing when empty. */
+static int
+kh_print_env(FILE *out, const char *indent, const struct kh_env *env)
+{
+	size_t i;
+
+	if (env->n == 0)
+		return 0;
+	if (fprintf(out, "%senv = {\n", indent) < 0)
+		return -1;
+	for (i = 0; i < env->n; i++) {
+		if (fprintf(out, "%s  ", indent) < 0 ||
+		    kh_print_str(out, "", env->names[i], env->values[i]) != 0)
+			return -1;
+	}
+	return fprintf(out, "%s};\n", indent) < 0 ? -1 : 0;
+}
+
 static int
 kh_print_issuer(FILE *out, const struct kh_issuer *is, const char *indent)
 {
 	if (kh_print_str(out, indent, "id", is->id) != 0 ||
 	    kh_print_str(out, indent, "key", is->key) != 0 ||
 	    kh_print_str(out, indent, "module", is->module) != 0 ||
+	    kh_print_env(out, indent, &is->env) != 0 ||
 	    kh_print_str(out, indent, "cert_file", is->cert_file) != 0 ||
 	    fprintf(out, "%s# the PIN itself is never printed\n", indent) < 0 ||
 	    kh_print_str(out, indent, "pin_file", is->pin_file) != 0 ||
@@ -164,12 +183,15 @@ kh_policy_print(const struct kh_policy *p, FILE *out)
 		    "version = %d;\n", p->path != NULL ? p->path : "(unknown)", p->version) < 0 ||
 	    fputs("pkcs11 = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "module", p->pkcs11.module) != 0 ||
+	    kh_print_env(out, "  ", &p->pkcs11.env) != 0 ||
 	    (p->pkcs11.forward_module != NULL &&
 	     (fputs("  forward = {\n", out) == EOF ||
 	      kh_print_str(out, "    ", "module", p->pkcs11.forward_module) != 0 ||
 	      kh_print_str(out, "    ", "socket", p->pkcs11.forward_socket) != 0 ||
 	      fputs("  };\n", out) == EOF)) ||
-	    fputs("};\ntoken = {\n", out) == EOF ||
+	    fputs("};\ntoken = {\n  # the token is the one whose certificate maps to the user;\n"
+		  "  # these narrow which tokens and keys are looked at (\"\": any)\n", out) == EOF ||
+	    kh_print_str(out, "  ", "uri", p->token.uri) != 0 ||
 	    kh_print_str(out, "  ", "label", p->token.label) != 0 ||
 	    kh_print_str(out, "  ", "key_label", p->token.key_label) != 0 ||
 	    kh_print_str(out, "  ", "key_id", p->token.key_id) != 0 ||

@@ -15,26 +15,26 @@
 
 #include <libconfig.h>
 
+#include "lib/kh_env.h"
 #include "lib/kh_error.h"
+#include "lib/kh_p11_uri.h"
 #include "conf/kh_policy.h"
 #include "conf/kh_policy_int.h"
 
-#define KH_DEFAULT_TOKEN_LABEL   "%u"
-#define KH_DEFAULT_KEY_LABEL     "kube"
 #define KH_DEFAULT_USERNAME      "%u"
 #define KH_DEFAULT_TTL           "8h"
 #define KH_ISSUER_ID_MAX         32
 #define KH_KEY_ID_HEX_MAX        128  /* 64 bytes of CKA_ID is plenty */
 
-static const char *const kh_pkcs11_keys[] = { "module", "forward", NULL };
+static const char *const kh_pkcs11_keys[] = { "module", "env", "forward", NULL };
 static const char *const kh_forward_keys[] = { "module", "socket", NULL };
-static const char *const kh_token_keys[] = { "label", "key_label", "key_id", NULL };
+static const char *const kh_token_keys[] = { "uri", "label", "key_label", "key_id", NULL };
 static const char *const kh_trust_keys[] = { "ca_file", "crl_file", "map", "domains", NULL };
 static const char *const kh_identity_keys[] = {
 	"username", "groups", "allow_groups", "deny_groups", NULL,
 };
 static const char *const kh_issuer_keys[] = {
-	"id", "key", "module", "cert_file", "pin_file", "key_type", NULL,
+	"id", "key", "module", "env", "cert_file", "pin_file", "key_type", NULL,
 };
 static const char *const kh_session_keys[] = {
 	"ttl", "scope", "revoke_on_logout", "cache_pin", "allow_long_ttl", "deliver", NULL,
@@ -54,6 +54,62 @@ kh_socket_template_bad(const char *t)
 		t++;
 	}
 	return NULL;
+}
+
+/*
+ * An env group (pkcs11.env, issuer.env): NAME = "value" pairs set around
+ * the module's C_Initialize (lib/kh_env.h).  Names are what modules read
+ * (upper case, digits, '_'), never the dynamic loader's; values are
+ * bounded and free of control characters.
+ */
+static int
+kh_load_env(const struct kh_loader *ld, const config_setting_t *parent, const char *section,
+	    struct kh_env *env)
+{
+	config_setting_t *g = parent != NULL ? config_setting_get_member(parent, "env") : NULL;
+	const char *problem, *name, *value;
+	unsigned int i, n;
+
+	if (g == NULL)
+		return 0;
+	if (!config_setting_is_group(g))
+		return kh_pol_fail_at(ld, g, "%s.env must be a group of strings: env = { NAME = "
+				      "\"value\"; };", section);
+	n = (unsigned int)config_setting_length(g);
+	if (n > KH_ENV_MAX)
+		return kh_pol_fail_at(ld, g, "%s.env has %u variables; at most %d", section, n,
+				      KH_ENV_MAX);
+	if (n == 0)
+		return 0;
+	env->names = calloc(n, sizeof(*env->names));
+	env->values = calloc(n, sizeof(*env->values));
+	if (env->names == NULL || env->values == NULL)
+		return kh_pol_fail_oom(ld);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *v = config_setting_get_elem(g, i);
+
+		name = v != NULL ? config_setting_name(v) : NULL;
+		if (name == NULL)
+			return kh_pol_fail_at(ld, g, "%s.env: unreadable entry", section);
+		if ((problem = kh_env_name_problem(name)) != NULL)
+			return kh_pol_fail_at(ld, v, "%s.env: variable name '%s' %s", section, name,
+					      problem);
+		if (config_setting_type(v) != CONFIG_TYPE_STRING ||
+		    (value = config_setting_get_string(v)) == NULL)
+			return kh_pol_fail_at(ld, v, "%s.env.%s must be a string (\"...\")", section,
+					      name);
+		if ((problem = kh_env_value_problem(value)) != NULL)
+			return kh_pol_fail_at(ld, v, "%s.env.%s %s", section, name, problem);
+		env->names[i] = strdup(name);
+		env->values[i] = strdup(value);
+		if (env->names[i] == NULL || env->values[i] == NULL) {
+			free(env->names[i]);
+			free(env->values[i]);
+			return kh_pol_fail_oom(ld);
+		}
+		env->n++;
+	}
+	return 0;
 }
 
 /*
@@ -102,7 +158,8 @@ kh_pol_load_pkcs11(const struct kh_loader *ld, const config_setting_t *root, str
 	if (kh_pol_get_section(ld, root, "pkcs11", true, kh_pkcs11_keys, &g) != 0 ||
 	    kh_pol_get_string(ld, g, "pkcs11", "module", NULL, KH_STR_NONEMPTY | KH_STR_ABSPATH,
 			      &p->pkcs11.module, &where) != 0 ||
-	    kh_pol_check_named_file(ld, where, "pkcs11.module", p->pkcs11.module, KH_FILE_PUBLIC) != 0)
+	    kh_pol_check_named_file(ld, where, "pkcs11.module", p->pkcs11.module, KH_FILE_PUBLIC) != 0 ||
+	    kh_load_env(ld, g, "pkcs11", &p->pkcs11.env) != 0)
 		return -1;
 	return kh_load_forward(ld, g, p);
 }
@@ -117,18 +174,34 @@ kh_is_hex(const char *s)
 	return true;
 }
 
+/* token.uri: a token URI the runtime parses the same way. */
+static int
+kh_check_token_uri(const struct kh_loader *ld, const config_setting_t *where, const char *uri)
+{
+	struct kh_p11_uri u;
+	kh_error e = { 0 };
+
+	if (uri[0] == '\0')
+		return 0;
+	if (kh_p11_uri_parse_token(uri, &u, &e) != 0)
+		return kh_pol_fail_at(ld, where, "token.uri: %s", e.msg);
+	kh_p11_uri_clear(&u);
+	return 0;
+}
+
 int
 kh_pol_load_token(const struct kh_loader *ld, const config_setting_t *root, struct kh_policy *p)
 {
 	config_setting_t *g;
-	const config_setting_t *where;
+	const config_setting_t *where, *uriw;
 	size_t n;
 
 	if (kh_pol_get_section(ld, root, "token", false, kh_token_keys, &g) != 0 ||
-	    kh_pol_get_string(ld, g, "token", "label", KH_DEFAULT_TOKEN_LABEL,
-			      KH_STR_NONEMPTY | KH_STR_TEMPLATE, &p->token.label, NULL) != 0 ||
-	    kh_pol_get_string(ld, g, "token", "key_label", KH_DEFAULT_KEY_LABEL,
-			      KH_STR_TEMPLATE, &p->token.key_label, NULL) != 0 ||
+	    kh_pol_get_string(ld, g, "token", "uri", "", 0, &p->token.uri, &uriw) != 0 ||
+	    kh_pol_get_string(ld, g, "token", "label", "", KH_STR_TEMPLATE, &p->token.label,
+			      NULL) != 0 ||
+	    kh_pol_get_string(ld, g, "token", "key_label", "", KH_STR_TEMPLATE,
+			      &p->token.key_label, NULL) != 0 ||
 	    kh_pol_get_string(ld, g, "token", "key_id", "", 0, &p->token.key_id, &where) != 0)
 		return -1;
 	n = strlen(p->token.key_id);
@@ -136,10 +209,7 @@ kh_pol_load_token(const struct kh_loader *ld, const config_setting_t *root, stru
 		return kh_pol_fail_at(ld, where, "token.key_id \"%s\" must be an even number of hex "
 				      "digits (at most %d), e.g. \"01\" or \"a1b2\"",
 				      p->token.key_id, KH_KEY_ID_HEX_MAX);
-	if (p->token.key_label[0] == '\0' && n == 0)
-		return kh_pol_fail_at(ld, g, "token: key_label and key_id are both empty; "
-				      "set at least one so the user's key can be found");
-	return 0;
+	return kh_check_token_uri(ld, uriw, p->token.uri);
 }
 
 /* A DNS domain name as written in certificates: letters, digits, '-' and
@@ -275,8 +345,54 @@ kh_pol_load_identity(const struct kh_loader *ld, const config_setting_t *root, s
 }
 
 static int
+kh_env_copy(const struct kh_loader *ld, const struct kh_env *from, struct kh_env *to)
+{
+	if (from->n == 0)
+		return 0;
+	to->names = calloc(from->n, sizeof(*to->names));
+	to->values = calloc(from->n, sizeof(*to->values));
+	if (to->names == NULL || to->values == NULL)
+		return kh_pol_fail_oom(ld);
+	for (; to->n < from->n; to->n++) {
+		to->names[to->n] = strdup(from->names[to->n]);
+		to->values[to->n] = strdup(from->values[to->n]);
+		if (to->names[to->n] == NULL || to->values[to->n] == NULL) {
+			free(to->names[to->n]);
+			free(to->values[to->n]);
+			return kh_pol_fail_oom(ld);
+		}
+	}
+	return 0;
+}
+
+/*
+ * issuer.env belongs to issuer.module: an issuer on pkcs11.module takes
+ * pkcs11.env (the same module needs the same settings), and an env of its
+ * own without a module of its own would be two settings for one module.
+ */
+static int
+kh_load_issuer_env(const struct kh_loader *ld, const config_setting_t *g,
+		   const config_setting_t *modw, const char *default_module,
+		   const struct kh_env *default_env, struct kh_issuer *is)
+{
+	const config_setting_t *envw = config_setting_get_member(g, "env");
+
+	if (envw == NULL && strcmp(is->module, default_module) == 0)
+		return kh_env_copy(ld, default_env, &is->env);
+	if (modw == g) {
+		if (envw != NULL)
+			return kh_pol_fail_at(ld, envw, "issuer.env applies to issuer.module, which "
+					      "is not set: the issuer uses pkcs11.module with "
+					      "pkcs11.env");
+		return kh_env_copy(ld, default_env, &is->env);
+	}
+	return kh_load_env(ld, g, "issuer", &is->env);
+}
+
+static int
 kh_load_issuer(const struct kh_loader *ld, const config_setting_t *g, bool in_list,
-	       const char *default_module, struct kh_issuer *is)
+	       const char *default_module, const struct kh_env *default_env,
+	       struct kh_issuer *is)
 {
 	const config_setting_t *where, *idw, *certw, *pinw, *modw;
 	int kt;
@@ -294,6 +410,7 @@ kh_load_issuer(const struct kh_loader *ld, const config_setting_t *g, bool in_li
 				      "\"pkcs11:\", e.g. \"pkcs11:token=kubehsm-host;object=issuer\"");
 	if (kh_pol_get_string(ld, g, "issuer", "module", default_module,
 			      KH_STR_NONEMPTY | KH_STR_ABSPATH, &is->module, &modw) != 0 ||
+	    kh_load_issuer_env(ld, g, modw, default_module, default_env, is) != 0 ||
 	    kh_pol_get_string(ld, g, "issuer", "cert_file", NULL, KH_STR_NONEMPTY | KH_STR_ABSPATH,
 			      &is->cert_file, &certw) != 0 ||
 	    kh_pol_get_string(ld, g, "issuer", "pin_file", NULL, KH_STR_NONEMPTY | KH_STR_ABSPATH,
@@ -339,7 +456,8 @@ kh_pol_load_issuers(const struct kh_loader *ld, const config_setting_t *root, st
 			return kh_pol_fail_at(ld, e != NULL ? e : s,
 					      "issuer list entries must be groups "
 					      "{ id = \"...\"; ... }");
-		if (kh_load_issuer(ld, e, in_list, p->pkcs11.module, &p->issuers[i]) != 0)
+		if (kh_load_issuer(ld, e, in_list, p->pkcs11.module, &p->pkcs11.env,
+				   &p->issuers[i]) != 0)
 			return -1;
 		for (j = 0; j < i; j++) {
 			if (strcmp(p->issuers[j].id, p->issuers[i].id) == 0)

@@ -44,7 +44,9 @@ kh_config_usage(FILE *out)
 		"Usage: kubehsm config check [--quiet] [FILE]\n"
 		"       kubehsm config ca-bundle [--issuer ID] [--root CA-FILE] [FILE]\n\n"
 		"check      validate the kubehsm policy and print the effective policy\n"
-		"           (defaults filled in, secrets never shown)\n"
+		"           (defaults filled in, secrets never shown); then, as comments,\n"
+		"           the keys of present tokens that want a PIN per signature, and a\n"
+		"           warning when OpenSC would leave a card verified after logout\n"
 		"  -q, --quiet      print nothing on success; only the exit status tells\n\n"
 		"ca-bundle  print the client CA bundle to hand to the cluster admin for\n"
 		"           kube-apiserver --client-ca-file: the issuer certificate, the\n"
@@ -90,6 +92,10 @@ kh_config_check(const struct kh_config_args *a)
 		kh_cli_error("cannot write the policy to stdout");
 		rc = KH_EXIT_FAIL;
 	}
+	/* What the tokens present now mean for this policy: informational,
+	 * never a failed check (a token may be absent when the policy is). */
+	if (!a->quiet && rc == KH_EXIT_OK)
+		kh_cli_token_notes(policy, stdout);
 	kh_policy_free(policy);
 	return rc;
 }

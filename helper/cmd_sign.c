@@ -9,7 +9,11 @@
  * signer.key = "session": the cached session key and certificate.
  * signer.key = "token":   the user's token key, unlocked with the PIN cached
  *                         at login (session.cache_pin), and the token
- *                         certificate.
+ *                         certificate.  The token is the one holding the
+ *                         certificate the session was started with; a key
+ *                         with CKA_ALWAYS_AUTHENTICATE gets that PIN again
+ *                         for each signature (lib/kh_p11_ui.h), never a
+ *                         prompt.
  * A "pin" in the request's configuration map is ignored with a warning.
  */
 #include "config.h"
@@ -35,6 +39,8 @@
 #include "conf/kh_policy.h"
 #include "lib/kh_signer_proto.h"
 #include "lib/kh_sign.h"
+#include "lib/kh_template.h"
+#include "lib/kh_token.h"
 
 static void
 kh_sign_usage(FILE *out)
@@ -86,9 +92,10 @@ kh_pem_first_der(const char *pem, unsigned char **der, size_t *der_len, kh_error
 }
 
 /*
- * signer.key (and pkcs11.module) from the policy; "session" when no policy
- * file exists.  The policy file itself is always checked (owner, mode and
- * every directory above it): signer.key is trusted from it.  The files it
+ * signer.key from the policy (*out, which the caller frees); "session" and
+ * no policy when no policy file exists.  The policy file itself is always
+ * checked (owner, mode and every directory above it): signer.key is
+ * trusted from it.  The files it
  * names are checked only when `named` — signing on the token, the one case
  * in which this command opens one of them (the PKCS#11 module).  A session
  * signature reads none, and checking them (a realpath and a stat per
@@ -96,8 +103,8 @@ kh_pem_first_der(const char *pem, unsigned char **der, size_t *der_len, kh_error
  * cost more than the rest of the command's own work.
  */
 static int
-kh_signer_mode(const char *config, bool named, enum kh_signer_key *mode, char **module,
-	       kh_error *err)
+kh_signer_mode(const char *config, bool named, enum kh_signer_key *mode,
+	       struct kh_policy **out, kh_error *err)
 {
 	/* Root-owned config; the issuer PIN file is root's and never used here. */
 	struct kh_policy_load_opts opts = { .trusted_uid = 0, .skip_file_checks = !named,
@@ -106,7 +113,7 @@ kh_signer_mode(const char *config, bool named, enum kh_signer_key *mode, char **
 	struct kh_policy *policy;
 	struct stat st;
 
-	*module = NULL;
+	*out = NULL;
 	if (config == NULL && stat(path, &st) != 0 && errno == ENOENT) {
 		*mode = KH_SIGNER_SESSION;
 		return 0;
@@ -115,19 +122,63 @@ kh_signer_mode(const char *config, bool named, enum kh_signer_key *mode, char **
 	if (policy == NULL)
 		return -1;
 	*mode = policy->signer.key;
-	*module = policy->pkcs11.module ? strdup(policy->pkcs11.module) : NULL;
-	if (policy->pkcs11.module != NULL && *module == NULL) {
-		kh_policy_free(policy);
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	}
-	kh_policy_free(policy);
 	if (*mode == KH_SIGNER_TOKEN && !named) {
 		/* On the token after all: again, with the named files checked. */
-		free(*module);
-		*module = NULL;
-		return kh_signer_mode(config, true, mode, module, err);
+		kh_policy_free(policy);
+		return kh_signer_mode(config, true, mode, out, err);
 	}
+	*out = policy;
 	return 0;
+}
+
+/* The key of the token certificate in rec's session on a token the
+ * policy's module shows: found by that certificate (as at login, never by
+ * a label the card chose), logged in with the PIN cached at login.  *p11
+ * outlives the key: free the key first. */
+static int
+kh_token_key(const struct kh_policy *policy, const struct kh_record *rec, const char *pin,
+	     struct kh_p11 **p11, EVP_PKEY **key, kh_error *err)
+{
+	struct kh_token_choice choice = { 0 };
+	const struct kh_p11_cert *c;
+	struct kh_p11_uri uri = { 0 };
+	char *key_label = NULL;
+	BIO *b = NULL;
+	X509 *cert = NULL;
+	int rc = -1;
+
+	*p11 = NULL;
+	*key = NULL;
+	b = BIO_new_mem_buf(rec->token_cert_pem, -1);
+	cert = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	if (cert == NULL) {
+		kh_fail_ssl(err, KH_ERR_REFUSED, "the session's token certificate cannot be read");
+		goto out;
+	}
+	if ((policy->token.uri[0] != '\0' &&
+	     kh_p11_uri_parse_token(policy->token.uri, &uri, err) != 0) ||
+	    (key_label = kh_template_expand(policy->token.key_label, rec->user, err)) == NULL)
+		goto out;
+	*p11 = kh_p11_open(policy->pkcs11.module, &policy->pkcs11.env, err);
+	if (*p11 == NULL || kh_token_find_cert(*p11, &uri, cert, &choice, err) != 0 ||
+	    kh_p11_login(*p11, pin, err) != 0)
+		goto out;
+	c = kh_token_chosen_cert(&choice);
+	if (c->id_len > 0)
+		rc = kh_p11_find_key_by_id(*p11, c->id, c->id_len, key_label, key, err);
+	else
+		rc = kh_p11_find_key(*p11, key_label, "", key, err);
+out:
+	if (rc != 0) {
+		kh_p11_close(*p11);
+		*p11 = NULL;
+	}
+	kh_token_choice_free(&choice);
+	kh_p11_uri_clear(&uri);
+	free(key_label);
+	X509_free(cert);
+	BIO_free(b);
+	return rc;
 }
 
 int
@@ -142,7 +193,8 @@ kh_cmd_sign(int argc, char **argv)
 	EVP_PKEY *pkey = NULL;
 	unsigned char *der = NULL, *sig = NULL;
 	size_t der_len = 0, sig_len = 0, out_len = 0;
-	char *out = NULL, *pin = NULL, *module = NULL;
+	char *out = NULL, *pin = NULL;
+	struct kh_policy *policy = NULL;
 	kh_error err;
 	int i, rc = KH_EXIT_FAIL;
 
@@ -191,11 +243,11 @@ kh_cmd_sign(int argc, char **argv)
 	if (key_opt != NULL) {
 		mode = strcmp(key_opt, "token") == 0 ? KH_SIGNER_TOKEN : KH_SIGNER_SESSION;
 		if (mode == KH_SIGNER_TOKEN &&
-		    kh_signer_mode(config, true, &(enum kh_signer_key){0}, &module, &err) != 0) {
+		    kh_signer_mode(config, true, &(enum kh_signer_key){0}, &policy, &err) != 0) {
 			kh_cli_error("sign: %s", err.msg);
 			goto out;
 		}
-	} else if (kh_signer_mode(config, false, &mode, &module, &err) != 0) {
+	} else if (kh_signer_mode(config, false, &mode, &policy, &err) != 0) {
 		kh_cli_error("sign: %s", err.msg);
 		goto out;
 	}
@@ -228,12 +280,12 @@ kh_cmd_sign(int argc, char **argv)
 		}
 	} else {
 		if (mode == KH_SIGNER_TOKEN) {
-			if (rec->token_uri == NULL || rec->token_uri[0] == '\0') {
-				kh_cli_error("sign: the session does not name the token key");
+			if (rec->token_cert_pem == NULL || rec->token_cert_pem[0] == '\0') {
+				kh_cli_error("sign: the session holds no token certificate");
 				goto out;
 			}
-			if (module == NULL) {
-				kh_cli_error("sign: signer.key = \"token\" needs pkcs11.module in the policy");
+			if (policy == NULL) {
+				kh_cli_error("sign: signer.key = \"token\" needs a policy naming pkcs11.module");
 				goto out;
 			}
 			if (kh_cache_find_pin(issuer, &pin, &err) != 0) {
@@ -241,7 +293,7 @@ kh_cmd_sign(int argc, char **argv)
 					     "session.cache_pin = true)", err.msg);
 				goto out;
 			}
-			if (kh_p11_open_uri_key(module, rec->token_uri, pin, &p11, &pkey, &err) != 0) {
+			if (kh_token_key(policy, rec, pin, &p11, &pkey, &err) != 0) {
 				/* A PIN the token refused would fail the same way on
 				 * every kubectl request until the token locks: it is
 				 * forgotten at once and never tried again. */
@@ -278,7 +330,7 @@ out:
 	EVP_PKEY_free(pkey);
 	kh_p11_close(p11);
 	kh_secure_strfree(pin);
-	free(module);
+	kh_policy_free(policy);
 	kh_record_free(rec);
 	kh_signer_request_free(&req);
 	return rc;

@@ -54,5 +54,11 @@ int kh_cmd_login(int argc, char **argv);
 int kh_cmd_kubeconfig(int argc, char **argv);
 int kh_cmd_kubeconfig_relay(int argc, char **argv);
 int kh_cmd_admin(int argc, char **argv);
+int kh_cmd_token(int argc, char **argv);
+
+struct kh_policy;
+/* `kubehsm config check`'s notes on the tokens the policy's module shows
+ * (comment lines on out) and the OpenSC warning (stderr); cmd_token.c. */
+void kh_cli_token_notes(const struct kh_policy *policy, FILE *out);
 
 #endif

@@ -49,6 +49,10 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NOT_PKEXEC = 3 };
  * terminal's echo was off. */
 static int tty_fd = -1;
 static volatile sig_atomic_t caught;
+/* The module has told the user why (a PAM_ERROR_MSG): a failure of that
+ * step needs no second line of ours ("no kube session: Permission
+ * denied") under the module's own. */
+static bool module_said_why;
 
 static void
 say(const char *fmt, ...)
@@ -173,8 +177,11 @@ tty_conversation(int n, const struct pam_message **msg, struct pam_response **ou
 				return PAM_BUF_ERR;
 			}
 			break;
-		case PAM_TEXT_INFO:
 		case PAM_ERROR_MSG:
+			module_said_why = true;
+			say("%s\n", text);
+			break;
+		case PAM_TEXT_INFO:
 			say("%s\n", text);
 			break;
 		default:        /* echo-on prompts: nothing here asks one */
@@ -259,9 +266,11 @@ run_pam(const char *user, bool renew)
 		say("kubehsm: PAM: %s\n", pam_strerror(pamh, rc));
 		goto out;
 	}
+	module_said_why = false;
 	rc = pam_authenticate(pamh, PAM_DISALLOW_NULL_AUTHTOK);
 	if (rc != PAM_SUCCESS) {
-		say("kubehsm: token login failed: %s\n", pam_strerror(pamh, rc));
+		if (!module_said_why)
+			say("kubehsm: token login failed: %s\n", pam_strerror(pamh, rc));
 		goto out;
 	}
 	rc = pam_acct_mgmt(pamh, PAM_DISALLOW_NULL_AUTHTOK);
@@ -269,8 +278,9 @@ run_pam(const char *user, bool renew)
 		say("kubehsm: account refused: %s\n", pam_strerror(pamh, rc));
 		goto out;
 	}
+	module_said_why = false;
 	rc = pam_open_session(pamh, 0);
-	if (rc != PAM_SUCCESS)
+	if (rc != PAM_SUCCESS && !module_said_why)
 		say("kubehsm: no kube session: %s\n", pam_strerror(pamh, rc));
 	/* No close_session: the user's logins own the session from here. */
 out:

@@ -41,6 +41,7 @@ static const struct kh_cli_command commands[] = {
 	{ "logout", "end your kube session now", kh_cmd_logout },
 	{ "kubeconfig", "print or merge a kubeconfig user entry for kubehsm", kh_cmd_kubeconfig },
 	{ "config", "check the policy file and print the effective policy", kh_cmd_config },
+	{ "token", "which token and certificate kubehsm would use for you, and why", kh_cmd_token },
 	{ "admin", "root: list all users' sessions, revoke one user's", kh_cmd_admin },
 };
 

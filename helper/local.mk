@@ -21,7 +21,7 @@ helper_kubehsm_LDFLAGS = $(AM_LDFLAGS) $(KH_FRONT_LDFLAGS) $(KH_FRONT_EARLY_LDFL
 pkglibexec_PROGRAMS += helper/kubehsm-tool
 helper_kubehsm_tool_SOURCES = \
 	helper/kubehsm-tool.c helper/kh_cli.c helper/kh_cli.h \
-	helper/cmd_config.c \
+	helper/cmd_config.c helper/cmd_token.c \
 	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c helper/cmd_login.c \
 	helper/cmd_kubeconfig.c helper/cmd_kubeconfig_relay.c helper/cmd_admin.c
 helper_kubehsm_tool_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \

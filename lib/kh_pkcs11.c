@@ -1,3 +1,6 @@
+/*
+ * kh_pkcs11 — see kh_pkcs11.h.
+ */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -17,30 +20,31 @@
 
 #include "lib/kh_dl.h"
 #include "lib/kh_mem.h"
+#include "lib/kh_p11_raw.h"
+#include "lib/kh_p11_ui.h"
 #include "lib/kh_pkcs11.h"
 
 /*
  * The few PKCS#11 return values we act on.  libp11 reports a failed call as
  * an OpenSSL error whose library is ERR_get_CKR_code() and whose reason is
- * the CK_RV; the values are fixed by the PKCS#11 standard, so there is no
- * need to pull in a pkcs11.h just for them.
+ * the CK_RV (the values are the standard's, from <p11-kit/pkcs11.h>).
  */
-#define KH_CKR_DEVICE_REMOVED     0x32ul
-#define KH_CKR_PIN_INCORRECT      0xa0ul
-#define KH_CKR_PIN_INVALID        0xa1ul
-#define KH_CKR_PIN_LEN_RANGE      0xa2ul
-#define KH_CKR_PIN_EXPIRED        0xa3ul
-#define KH_CKR_PIN_LOCKED         0xa4ul
-#define KH_CKR_TOKEN_NOT_PRESENT  0xe0ul
-
 #define KH_CHALLENGE_LEN 32
+/* More private keys than this with one CKA_ID is a token we do not understand. */
+#define KH_KEYS_PER_ID 8
 
 struct kh_p11 {
 	char *path;
 	PKCS11_CTX *ctx;
 	bool loaded;
+	void *dl;               /* our own handle on the module: its function list */
+	CK_FUNCTION_LIST_PTR fl;
+	UI_METHOD *ui;          /* answers context-specific logins with `pin` */
+	struct kh_env env;      /* pkcs11.env (a copy), set when the module connects */
+	char *pin;              /* the PIN the token accepted; wiped at logout */
 	PKCS11_SLOT *slots;
 	unsigned int nslots;
+	unsigned generation;    /* bumped by every slot listing */
 	PKCS11_SLOT *slot;      /* the selected token's slot, inside slots */
 	bool logged_in;
 };
@@ -59,7 +63,7 @@ kh_p11_last_ckr(void)
 static bool
 kh_p11_token_gone(unsigned long ckr)
 {
-	return ckr == KH_CKR_TOKEN_NOT_PRESENT || ckr == KH_CKR_DEVICE_REMOVED;
+	return ckr == CKR_TOKEN_NOT_PRESENT || ckr == CKR_DEVICE_REMOVED;
 }
 
 /* A failed token operation: "removed" when the token went away, else the
@@ -74,11 +78,81 @@ kh_p11_fail_op(kh_error *err, const char *label, const char *what)
 	return kh_fail_ssl(err, KH_ERR_TOKEN, "token '%s': %s", label, what);
 }
 
+/* Our own look at the module before libp11 loads it: libp11 writes
+ * dlerror() to stderr (the PAM host's terminal) and reports only "unable
+ * to load".  The handle stays open for the module's function list. */
+static int
+kh_p11_dlopen(struct kh_p11 *p, kh_error *err)
+{
+	CK_C_GetFunctionList get;
+	const char *why;
+
+	p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+	if (p->dl == NULL) {
+		why = dlerror();
+		return kh_fail(err, KH_ERR_TOKEN, "cannot load PKCS#11 module %s: %s", p->path,
+			       why != NULL ? why : "unknown error");
+	}
+	get = (CK_C_GetFunctionList)dlsym(p->dl, "C_GetFunctionList");
+	if (get == NULL)
+		return kh_fail(err, KH_ERR_TOKEN, "%s is not a PKCS#11 module (no C_GetFunctionList)",
+			       p->path);
+	if (get(&p->fl) != CKR_OK || p->fl == NULL)
+		return kh_fail(err, KH_ERR_TOKEN, "%s: C_GetFunctionList failed", p->path);
+	return 0;
+}
+
+/*
+ * The policy's environment (pkcs11.env) is set where a module reads it and
+ * put back right after: around C_Initialize, where OpenSC (OPENSC_CONF,
+ * and libpcsclite's PCSCLITE_CSOCK_NAME through its first connection) and
+ * tpm2-pkcs11 (TPM2_PKCS11_STORE, TPM2_PKCS11_TCTI, the bus) read
+ * theirs; and around every slot listing, since ykcs11 connects to pcscd
+ * only in C_GetSlotList, afresh each time (measured; see kubehsm.conf(5)).
+ */
+static int
+kh_p11_copy_env(struct kh_p11 *p, const struct kh_env *env, kh_error *err)
+{
+	if (env == NULL || env->n == 0)
+		return 0;
+	p->env.names = calloc(env->n, sizeof(*p->env.names));
+	p->env.values = calloc(env->n, sizeof(*p->env.values));
+	if (p->env.names == NULL || p->env.values == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	for (; p->env.n < env->n; p->env.n++) {
+		p->env.names[p->env.n] = strdup(env->names[p->env.n]);
+		p->env.values[p->env.n] = strdup(env->values[p->env.n]);
+		if (p->env.names[p->env.n] == NULL || p->env.values[p->env.n] == NULL) {
+			free(p->env.names[p->env.n]);
+			free(p->env.values[p->env.n]);
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* C_Initialize, with the module's environment set around it. */
+static int
+kh_p11_load(struct kh_p11 *p, kh_error *err)
+{
+	struct kh_env_saved saved;
+	int rc;
+
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
+	ERR_clear_error();
+	rc = PKCS11_CTX_load(p->ctx, p->path);
+	kh_env_restore(&saved);
+	if (rc != 0)
+		return kh_fail_ssl(err, KH_ERR_TOKEN, "cannot initialise PKCS#11 module %s", p->path);
+	p->loaded = true;
+	return 0;
+}
+
 struct kh_p11 *
-kh_p11_open(const char *path, kh_error *err)
+kh_p11_open(const char *path, const struct kh_env *env, kh_error *err)
 {
 	struct kh_p11 *p;
-	void *dl;
 
 	if (path == NULL || path[0] == '\0') {
 		kh_fail(err, KH_ERR_CONFIG, "no PKCS#11 module configured");
@@ -91,38 +165,41 @@ kh_p11_open(const char *path, kh_error *err)
 		return NULL;
 	}
 	p->ctx = PKCS11_CTX_new();
-	if (p->ctx == NULL) {
+	p->ui = kh_p11_ui_method_new();
+	if (p->ctx == NULL || p->ui == NULL) {
 		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot create a PKCS#11 context");
 		goto fail;
 	}
-	/* Try the module ourselves first: libp11 writes dlerror() to stderr
-	 * (the PAM host's terminal) and reports only "unable to load".  Our
-	 * handle also keeps the library mapped while libp11 loads it. */
-	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (dl == NULL) {
-		const char *why = dlerror();
-
-		kh_fail(err, KH_ERR_TOKEN, "cannot load PKCS#11 module %s: %s", path,
-			why != NULL ? why : "unknown error");
+	/* Before anything can sign: libp11 falls back to OpenSSL's default
+	 * UI, which reads /dev/tty, when a context has none. */
+	if (PKCS11_set_ui_method(p->ctx, p->ui, &p->pin) != 0) {
+		kh_fail(err, KH_ERR_INTERNAL, "cannot set the PKCS#11 context's PIN method");
 		goto fail;
 	}
-	if (dlsym(dl, "C_GetFunctionList") == NULL) {
-		kh_fail(err, KH_ERR_TOKEN, "%s is not a PKCS#11 module (no C_GetFunctionList)", path);
-		dlclose(dl);
+	if (kh_p11_copy_env(p, env, err) != 0 || kh_p11_dlopen(p, err) != 0 ||
+	    kh_p11_load(p, err) != 0)
 		goto fail;
-	}
-	ERR_clear_error();
-	if (PKCS11_CTX_load(p->ctx, path) != 0) {
-		kh_fail_ssl(err, KH_ERR_TOKEN, "cannot initialise PKCS#11 module %s", path);
-		dlclose(dl);
-		goto fail;
-	}
-	dlclose(dl);
-	p->loaded = true;
 	return p;
 fail:
 	kh_p11_close(p);
 	return NULL;
+}
+
+static void
+kh_p11_forget_pin(struct kh_p11 *p)
+{
+	kh_secure_strfree(p->pin);
+	p->pin = NULL;
+}
+
+static void
+kh_p11_release_slots(struct kh_p11 *p)
+{
+	p->slot = NULL;
+	if (p->slots != NULL)
+		PKCS11_release_all_slots(p->ctx, p->slots, p->nslots);
+	p->slots = NULL;
+	p->nslots = 0;
 }
 
 void
@@ -134,17 +211,29 @@ kh_p11_close(struct kh_p11 *p)
 	 * module that outlives us (proxy modules, p11-kit). */
 	if (p->logged_in && p->slot != NULL)
 		(void)PKCS11_logout(p->slot);
-	if (p->slots != NULL)
-		PKCS11_release_all_slots(p->ctx, p->slots, p->nslots);
+	kh_p11_forget_pin(p);
+	kh_p11_release_slots(p);
 	if (p->loaded)
 		PKCS11_CTX_unload(p->ctx);
 	if (p->ctx != NULL)
 		PKCS11_CTX_free(p->ctx);
+	if (p->ui != NULL)
+		UI_destroy_method(p->ui);
+	if (p->dl != NULL)
+		dlclose(p->dl);
+	kh_env_clear(&p->env);
 	free(p->path);
 	free(p);
 	/* libp11 and the module leave their failures in the queue: they must
 	 * not surface in an unrelated later kh_fail_ssl. */
 	ERR_clear_error();
+}
+
+const char *
+kh_p11_module_manufacturer(const struct kh_p11 *p)
+{
+	return p != NULL && p->ctx != NULL && p->ctx->manufacturer != NULL ?
+		p->ctx->manufacturer : "";
 }
 
 void
@@ -173,6 +262,259 @@ kh_p11_pin_flags(const PKCS11_TOKEN *tok)
 	return f;
 }
 
+/* Read the slot list afresh.  (PKCS11_update_slots would keep the old
+ * objects, but crashes in libp11 0.4.12.) */
+static int
+kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
+{
+	struct kh_env_saved saved;
+	int rc;
+
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	kh_p11_release_slots(p);
+	p->generation++;
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
+	ERR_clear_error();
+	rc = PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots);
+	kh_env_restore(&saved);
+	if (rc != 0) {
+		p->slots = NULL;
+		p->nslots = 0;
+		return kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);
+	}
+	return 0;
+}
+
+/*
+ * A copy of what a token or certificate says, fit for prompts and logs:
+ * control characters (C0, DEL, and C1 as UTF-8) become '?', so a label
+ * chosen by a card's issuer cannot move the cursor of the terminal that
+ * shows it.  Bytes that are not UTF-8 become '?' too.
+ */
+static char *
+kh_p11_clean_text(const char *s)
+{
+	const unsigned char *in = (const unsigned char *)(s != NULL ? s : "");
+	size_t n = strlen((const char *)in), i = 0, j = 0;
+	char *out = malloc(n + 1);
+
+	if (out == NULL)
+		return NULL;
+	while (i < n) {
+		unsigned char c = in[i];
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 :
+			     (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t k;
+
+		for (k = 1; len > 1 && k < len; k++)
+			if (i + k >= n || (in[i + k] & 0xc0) != 0x80)
+				break;
+		if (len == 0 || k < len || c < 0x20 || c == 0x7f ||
+		    (c == 0xc2 && in[i + 1] >= 0x80 && in[i + 1] <= 0x9f)) {
+			out[j++] = '?';
+			i += len > 1 && k == len ? len : 1;
+			continue;
+		}
+		memcpy(out + j, in + i, len);
+		i += len;
+		j += len;
+	}
+	out[j] = '\0';
+	return out;
+}
+
+static void
+kh_p11_cert_clear(struct kh_p11_cert *c)
+{
+	X509_free(c->x509);
+	free(c->label);
+	memset(c, 0, sizeof(*c));
+}
+
+void
+kh_p11_tokens_free(struct kh_p11_token *t, size_t n)
+{
+	for (size_t i = 0; t != NULL && i < n; i++) {
+		for (size_t j = 0; j < t[i].ncerts; j++)
+			kh_p11_cert_clear(&t[i].certs[j]);
+		free(t[i].certs);
+		free(t[i].slot_description);
+		free(t[i].slot_manufacturer);
+		free(t[i].label);
+		free(t[i].manufacturer);
+		free(t[i].model);
+		free(t[i].serial);
+		free(t[i].certs_error);
+	}
+	free(t);
+}
+
+static int
+kh_p11_copy_cert(const PKCS11_CERT *in, struct kh_p11_cert *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (in->x509 != NULL && X509_up_ref(in->x509) == 1)
+		out->x509 = in->x509;
+	if (in->id_len <= sizeof(out->id)) {
+		memcpy(out->id, in->id, in->id_len);
+		out->id_len = in->id_len;
+	}
+	out->label = kh_p11_clean_text(in->label);
+	return out->label != NULL ? 0 : -1;
+}
+
+/* The certificates of one token, without login.  A token whose
+ * certificates cannot be read is reported, not fatal: it is simply not
+ * anyone's. */
+static int
+kh_p11_copy_certs(PKCS11_TOKEN *tok, struct kh_p11_token *t)
+{
+	PKCS11_CERT *certs = NULL;
+	unsigned int n = 0, i;
+	kh_error e = { 0 };
+
+	ERR_clear_error();
+	if (PKCS11_enumerate_certs(tok, &certs, &n) != 0) {
+		kh_p11_fail_op(&e, t->label, "cannot list certificates");
+		t->certs_error = strdup(e.msg);
+		return t->certs_error != NULL ? 0 : -1;
+	}
+	if (n == 0)
+		return 0;
+	t->certs = calloc(n, sizeof(*t->certs));
+	if (t->certs == NULL)
+		return -1;
+	for (i = 0; i < n; i++, t->ncerts++)
+		if (kh_p11_copy_cert(&certs[i], &t->certs[i]) != 0)
+			return -1;
+	return 0;
+}
+
+static int
+kh_p11_describe(struct kh_p11 *p, size_t i, struct kh_p11_token *t)
+{
+	PKCS11_SLOT *slot = &p->slots[i];
+	PKCS11_TOKEN *tok = slot->token;
+
+	t->index = i;
+	t->generation = p->generation;
+	t->slot_id = PKCS11_get_slotid_from_slot(slot);
+	t->slot_description = kh_p11_clean_text(slot->description);
+	t->slot_manufacturer = kh_p11_clean_text(slot->manufacturer);
+	t->present = tok != NULL;
+	t->initialized = tok != NULL && tok->initialized;
+	t->label = kh_p11_clean_text(tok != NULL ? tok->label : NULL);
+	t->manufacturer = kh_p11_clean_text(tok != NULL ? tok->manufacturer : NULL);
+	t->model = kh_p11_clean_text(tok != NULL ? tok->model : NULL);
+	t->serial = kh_p11_clean_text(tok != NULL ? tok->serialnr : NULL);
+	if (t->slot_description == NULL || t->slot_manufacturer == NULL || t->label == NULL ||
+	    t->manufacturer == NULL || t->model == NULL || t->serial == NULL)
+		return -1;
+	if (t->initialized)
+		t->pin_flags = kh_p11_pin_flags(tok);
+	return 0;
+}
+
+int
+kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n, kh_error *err)
+{
+	struct kh_p11_token *t;
+	size_t i;
+
+	*tokens = NULL;
+	*n = 0;
+	if (p == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "no PKCS#11 module");
+	if (kh_p11_enumerate(p, err) != 0)
+		return -1;
+	if (p->nslots == 0)
+		return 0;
+	t = calloc(p->nslots, sizeof(*t));
+	if (t == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	for (i = 0; i < p->nslots; i++) {
+		if (kh_p11_describe(p, i, &t[i]) != 0) {
+			kh_p11_tokens_free(t, i + 1);
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		}
+	}
+	*tokens = t;
+	*n = p->nslots;
+	return 0;
+}
+
+/* t names a token of p's current slot list. */
+static bool
+kh_p11_current(const struct kh_p11 *p, const struct kh_p11_token *t)
+{
+	return p != NULL && t != NULL && t->generation == p->generation &&
+	       t->index < p->nslots && p->slots[t->index].token != NULL && t->initialized;
+}
+
+int
+kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
+{
+	if (t != NULL && t->certs_read)
+		return 0;
+	if (!kh_p11_current(p, t))
+		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
+	t->certs_read = true;
+	if (kh_p11_copy_certs(p->slots[t->index].token, t) != 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	return 0;
+}
+
+int
+kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err)
+{
+	if (!kh_p11_current(p, t))
+		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	p->slot = &p->slots[t->index];
+	return 0;
+}
+
+/* The same token: same slot, label and serial (what identifies it to us). */
+static bool
+kh_p11_same_token(PKCS11_SLOT *slot, const struct kh_p11_token *t)
+{
+	char *label, *serial;
+	bool same;
+
+	if (slot->token == NULL || !slot->token->initialized ||
+	    PKCS11_get_slotid_from_slot(slot) != t->slot_id)
+		return false;
+	label = kh_p11_clean_text(slot->token->label);
+	serial = kh_p11_clean_text(slot->token->serialnr);
+	same = label != NULL && serial != NULL && strcmp(label, t->label) == 0 &&
+	       strcmp(serial, t->serial) == 0;
+	free(label);
+	free(serial);
+	return same;
+}
+
+int
+kh_p11_refresh_token(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
+{
+	unsigned int i;
+
+	if (kh_p11_enumerate(p, err) != 0)
+		return -1;
+	for (i = 0; i < p->nslots; i++) {
+		if (!kh_p11_same_token(&p->slots[i], t))
+			continue;
+		t->index = i;
+		t->generation = p->generation;
+		t->pin_flags = kh_p11_pin_flags(p->slots[i].token);
+		p->slot = &p->slots[i];
+		return 0;
+	}
+	return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", t->label);
+}
+
 int
 kh_p11_find_token(struct kh_p11 *p, const char *label,
 		  struct kh_p11_token_info *info, kh_error *err)
@@ -182,19 +524,8 @@ kh_p11_find_token(struct kh_p11 *p, const char *label,
 
 	if (p == NULL || label == NULL || label[0] == '\0')
 		return kh_fail(err, KH_ERR_INPUT, "no token label given");
-	if (p->logged_in)
-		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
-	/* Read the slot list afresh: the token may have been inserted since
-	 * the module was loaded, and the PIN flags must be current.
-	 * (PKCS11_update_slots would do, but crashes in libp11 0.4.12.) */
-	p->slot = NULL;
-	if (p->slots != NULL)
-		PKCS11_release_all_slots(p->ctx, p->slots, p->nslots);
-	p->slots = NULL;
-	p->nslots = 0;
-	ERR_clear_error();
-	if (PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots) != 0)
-		return kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);
+	if (kh_p11_enumerate(p, err) != 0)
+		return -1;
 	for (i = 0; i < p->nslots; i++) {
 		PKCS11_TOKEN *tok = p->slots[i].token;
 
@@ -224,33 +555,31 @@ kh_p11_find_token(struct kh_p11 *p, const char *label,
 	return 0;
 }
 
-int
-kh_p11_hex_decode(const char *hex, unsigned char **out, size_t *len,
-		  kh_error *err)
+static const char *
+kh_p11_text_mismatch(const char *want, const char *have, const char *name)
 {
-	long n;
-	unsigned char *buf;
+	return want != NULL && strcmp(want, have) != 0 ? name : NULL;
+}
 
-	*out = NULL;
-	*len = 0;
-	if (hex == NULL || hex[0] == '\0' || strlen(hex) % 2 != 0 || strchr(hex, ':') != NULL)
-		return kh_fail(err, KH_ERR_INPUT, "key id '%s' is not an even-length hex string",
-			       hex != NULL ? hex : "");
-	buf = OPENSSL_hexstr2buf(hex, &n);
-	if (buf == NULL) {
-		ERR_clear_error();
-		return kh_fail(err, KH_ERR_INPUT, "key id '%s' is not a hex string", hex);
-	}
-	/* Hand back malloc'ed memory so callers free with free(). */
-	*out = malloc((size_t)n);
-	if (*out == NULL) {
-		OPENSSL_free(buf);
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	}
-	memcpy(*out, buf, (size_t)n);
-	OPENSSL_free(buf);
-	*len = (size_t)n;
-	return 0;
+const char *
+kh_p11_uri_mismatch(const struct kh_p11_uri *u, const struct kh_p11_token *t)
+{
+	const char *bad;
+
+	if (u == NULL)
+		return NULL;
+	if ((bad = kh_p11_text_mismatch(u->token, t->label, "token")) != NULL ||
+	    (bad = kh_p11_text_mismatch(u->manufacturer, t->manufacturer, "manufacturer")) != NULL ||
+	    (bad = kh_p11_text_mismatch(u->model, t->model, "model")) != NULL ||
+	    (bad = kh_p11_text_mismatch(u->serial, t->serial, "serial")) != NULL ||
+	    (bad = kh_p11_text_mismatch(u->slot_description, t->slot_description,
+					"slot-description")) != NULL ||
+	    (bad = kh_p11_text_mismatch(u->slot_manufacturer, t->slot_manufacturer,
+					"slot-manufacturer")) != NULL)
+		return bad;
+	if (u->has_slot_id && u->slot_id != t->slot_id)
+		return "slot-id";
+	return NULL;
 }
 
 /* What identifies the user's key and certificate on the token. */
@@ -281,7 +610,7 @@ static int
 kh_p11_need_token(const struct kh_p11 *p, kh_error *err)
 {
 	if (p == NULL || p->slot == NULL || p->slot->token == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "no token selected (kh_p11_find_token first)");
+		return kh_fail(err, KH_ERR_INTERNAL, "no token selected (kh_p11_use_token first)");
 	return 0;
 }
 
@@ -406,6 +735,51 @@ kh_p11_find_key(struct kh_p11 *p, const char *key_label, const char *key_id,
 }
 
 int
+kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
+		      const char *key_label, EVP_PKEY **key, kh_error *err)
+{
+	struct kh_p11_match m = {
+		.label = key_label != NULL && key_label[0] != '\0' ? key_label : NULL,
+		.id = id,
+		.id_len = id_len,
+	};
+
+	*key = NULL;
+	if (id == NULL || id_len == 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "no CKA_ID to find the key by");
+	return kh_p11_key_by_match(p, &m, key, err);
+}
+
+int
+kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t, const unsigned char *id,
+		size_t id_len, struct kh_p11_key_info *info, kh_error *err)
+{
+	CK_OBJECT_HANDLE keys[KH_KEYS_PER_ID];
+	struct kh_p11_raw r;
+	size_t n = 0, i;
+	int v, rc = -1;
+
+	memset(info, 0, sizeof(*info));
+	if (p == NULL || t == NULL || id == NULL || id_len == 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "no token or CKA_ID to look the key up by");
+	if (kh_p11_raw_open(p->fl, t->slot_id, &r, err) != 0)
+		return -1;
+	if (kh_p11_raw_find(&r, CKO_PRIVATE_KEY, id, id_len, keys, KH_KEYS_PER_ID, &n, err) != 0)
+		goto out;
+	info->visible = n > 0;
+	info->count = (unsigned)n;
+	for (i = 0; i < n; i++) {
+		if ((v = kh_p11_raw_bool(&r, keys[i], CKA_ALWAYS_AUTHENTICATE, err)) < 0)
+			goto out;
+		info->always_auth = info->always_auth || v == 1;
+	}
+	rc = 0;
+out:
+	kh_p11_raw_close(&r);
+	return rc;
+}
+
+int
 kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 {
 	const char *label;
@@ -418,8 +792,10 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 		return kh_fail(err, KH_ERR_INPUT, "no PIN given for token '%s'", label);
 	if (p->logged_in)
 		return 0;
-	/* The flags were read by kh_p11_find_token just before: a locked PIN
-	 * must not cost the user (or an attacker) another try. */
+	/* The flags were read when the token was listed, just before: a
+	 * locked PIN must not cost the user (or an attacker) another try —
+	 * and the modules measured (OpenSC, ykcs11) send the PIN to a blocked
+	 * card all the same, so this check is ours to make. */
 	if (p->slot->token->userPinLocked)
 		return kh_fail(err, KH_ERR_LOCKED,
 			       "token '%s' is locked (too many wrong PINs); ask an administrator to unlock it",
@@ -427,18 +803,23 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 	ERR_clear_error();
 	if (PKCS11_login(p->slot, 0, pin) == 0) {
 		p->logged_in = true;
+		/* For context-specific logins only (kh_p11_ui): a PIN the
+		 * token has just accepted. */
+		p->pin = strdup(pin);
+		if (p->pin == NULL)
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		return 0;
 	}
 	ckr = kh_p11_last_ckr();
 	ERR_clear_error();
 	switch (ckr) {
-	case KH_CKR_PIN_INCORRECT:
-	case KH_CKR_PIN_INVALID:
-	case KH_CKR_PIN_LEN_RANGE:
+	case CKR_PIN_INCORRECT:
+	case CKR_PIN_INVALID:
+	case CKR_PIN_LEN_RANGE:
 		return kh_fail(err, KH_ERR_AUTH, "wrong PIN for token '%s'", label);
-	case KH_CKR_PIN_LOCKED:
+	case CKR_PIN_LOCKED:
 		return kh_fail(err, KH_ERR_LOCKED, "token '%s' is locked (too many wrong PINs)", label);
-	case KH_CKR_PIN_EXPIRED:
+	case CKR_PIN_EXPIRED:
 		return kh_fail(err, KH_ERR_AUTH, "the PIN of token '%s' has expired; change it first", label);
 	default:
 		if (kh_p11_token_gone(ckr))
@@ -501,244 +882,48 @@ out:
 	return rc;
 }
 
-/* ---- PKCS#11 URIs (RFC 7512) ---- */
-
-void
-kh_p11_uri_clear(struct kh_p11_uri *uri)
-{
-	if (uri == NULL)
-		return;
-	free(uri->token);
-	free(uri->object);
-	free(uri->serial);
-	free(uri->id);
-	memset(uri, 0, sizeof(*uri));
-}
-
+/* The one initialised token labelled u->token, which must match the
+ * URI's other token attributes too. */
 static int
-kh_hexval(char c)
+kh_p11_token_for_uri(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
+		     kh_error *err)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+	struct kh_p11_token *t = NULL;
+	size_t n = 0, i, hits = 0, found = 0;
+	const char *bad;
+	int rc = -1;
 
-/* Percent-decode [s, s+n) into a new buffer (NUL-terminated for text use). */
-static int
-kh_pct_decode(const char *s, size_t n, unsigned char **out, size_t *outlen,
-	      const char *what, kh_error *err)
-{
-	unsigned char *buf = malloc(n + 1);
-	size_t i, j = 0;
-
-	if (buf == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi = i + 2 < n ? kh_hexval(s[i + 1]) : -1;
-			int lo = i + 2 < n ? kh_hexval(s[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0) {
-				free(buf);
-				return kh_fail(err, KH_ERR_CONFIG,
-					       "PKCS#11 URI: bad percent escape in '%s'", what);
-			}
-			buf[j++] = (unsigned char)(hi << 4 | lo);
-			i += 2;
-		} else {
-			buf[j++] = (unsigned char)s[i];
-		}
-	}
-	buf[j] = '\0';
-	*out = buf;
-	*outlen = j;
-	return 0;
-}
-
-/* Decode a text attribute: no NUL may hide inside. */
-static int
-kh_uri_text(const char *v, size_t n, char **dst, const char *name, kh_error *err)
-{
-	unsigned char *buf;
-	size_t len;
-
-	if (*dst != NULL)
-		return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI: '%s' given twice", name);
-	if (kh_pct_decode(v, n, &buf, &len, name, err) != 0)
+	if (kh_p11_list_tokens(p, &t, &n, err) != 0)
 		return -1;
-	if (len == 0 || memchr(buf, '\0', len) != NULL) {
-		free(buf);
-		return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI: '%s' is empty or holds a NUL", name);
-	}
-	*dst = (char *)buf;
-	return 0;
-}
-
-static int
-kh_uri_attr(struct kh_p11_uri *u, const char *attr, size_t n, kh_error *err)
-{
-	const char *eq = memchr(attr, '=', n);
-	size_t klen, vlen;
-	const char *v;
-	unsigned char *buf;
-	size_t len;
-
-	if (eq == NULL)
-		return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI: attribute '%.*s' has no '='",
-			       (int)(n > 64 ? 64 : n), attr);
-	klen = (size_t)(eq - attr);
-	v = eq + 1;
-	vlen = n - klen - 1;
-#define KH_IS(k) (klen == strlen(k) && strncmp(attr, (k), klen) == 0)
-	if (KH_IS("token"))
-		return kh_uri_text(v, vlen, &u->token, "token", err);
-	if (KH_IS("object"))
-		return kh_uri_text(v, vlen, &u->object, "object", err);
-	if (KH_IS("serial"))
-		return kh_uri_text(v, vlen, &u->serial, "serial", err);
-	if (KH_IS("id")) {
-		if (u->id != NULL)
-			return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI: 'id' given twice");
-		if (kh_pct_decode(v, vlen, &buf, &len, "id", err) != 0)
-			return -1;
-		if (len == 0) {
-			free(buf);
-			return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI: 'id' is empty");
+	for (i = 0; i < n; i++) {
+		if (t[i].initialized && strcmp(t[i].label, u->token) == 0) {
+			found = i;
+			hits++;
 		}
-		u->id = buf;
-		u->id_len = len;
-		return 0;
 	}
-	if (KH_IS("type")) {
-		/* Only a private key makes sense for the issuer. */
-		if (vlen == strlen("private") && strncmp(v, "private", vlen) == 0)
-			return 0;
-		return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI: type must be 'private'");
+	if (hits == 0) {
+		kh_fail(err, KH_ERR_NOTFOUND, "no token labelled '%s' is present", u->token);
+	} else if (hits > 1) {
+		kh_fail(err, KH_ERR_REFUSED, "%zu tokens are labelled '%s'; remove all but one",
+			hits, u->token);
+	} else if (u->serial != NULL && strcmp(u->serial, t[found].serial) != 0) {
+		kh_fail(err, KH_ERR_NOTFOUND, "token '%s' has serial %s, not %s as %s says",
+			u->token, t[found].serial, u->serial, uri);
+	} else if ((bad = kh_p11_uri_mismatch(u, &t[found])) != NULL) {
+		kh_fail(err, KH_ERR_NOTFOUND, "token '%s' does not have the %s %s says",
+			u->token, bad, uri);
+	} else {
+		rc = kh_p11_use_token(p, &t[found], err);
 	}
-#undef KH_IS
-	return kh_fail(err, KH_ERR_CONFIG,
-		       "PKCS#11 URI: unsupported attribute '%.*s' (use token, object, id, serial)",
-		       (int)(klen > 64 ? 64 : klen), attr);
+	kh_p11_tokens_free(t, n);
+	return rc;
 }
 
 int
-kh_p11_uri_parse(const char *uri, struct kh_p11_uri *out, kh_error *err)
-{
-	const char *s, *end;
-
-	memset(out, 0, sizeof(*out));
-	if (uri == NULL || strncasecmp(uri, "pkcs11:", 7) != 0)
-		return kh_fail(err, KH_ERR_CONFIG, "'%s' is not a PKCS#11 URI (pkcs11:...)",
-			       uri != NULL ? uri : "");
-	s = uri + 7;
-	/* Query attributes (pin-value, pin-source, module-path) would move the
-	 * PIN or the module into the URI: those come from the policy instead. */
-	if (strchr(s, '?') != NULL || strchr(s, '#') != NULL)
-		return kh_fail(err, KH_ERR_CONFIG,
-			       "PKCS#11 URI '%s': query attributes are not supported", uri);
-	while (*s != '\0') {
-		end = strchr(s, ';');
-		if (end == NULL)
-			end = s + strlen(s);
-		if (end == s) {
-			kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI '%s': empty attribute", uri);
-			goto fail;
-		}
-		if (kh_uri_attr(out, s, (size_t)(end - s), err) != 0)
-			goto fail;
-		s = *end == ';' ? end + 1 : end;
-	}
-	if (out->token == NULL) {
-		kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI '%s' names no token (token=...)", uri);
-		goto fail;
-	}
-	if (out->object == NULL && out->id == NULL) {
-		kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI '%s' names no key (object=... or id=...)", uri);
-		goto fail;
-	}
-	return 0;
-fail:
-	kh_p11_uri_clear(out);
-	return -1;
-}
-
-/* RFC 7512 pchar without escaping: unreserved characters. */
-static bool
-kh_uri_plain(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-static int
-kh_uri_append(BIO *b, bool *first, const char *name, const unsigned char *v, size_t n,
-	      bool all_escaped)
-{
-	size_t i;
-
-	if (BIO_printf(b, "%s%s=", *first ? "" : ";", name) <= 0)
-		return -1;
-	*first = false;
-	for (i = 0; i < n; i++) {
-		if (!all_escaped && kh_uri_plain(v[i])) {
-			if (BIO_write(b, &v[i], 1) != 1)
-				return -1;
-		} else if (BIO_printf(b, "%%%02X", v[i]) <= 0) {
-			return -1;
-		}
-	}
-	return 0;
-}
-
-char *
-kh_p11_uri_format(const char *token, const char *object, const char *key_id_hex,
-		  const char *serial, kh_error *err)
-{
-	BIO *b = BIO_new(BIO_s_mem());
-	unsigned char *id = NULL;
-	size_t idlen = 0;
-	char *data, *out = NULL;
-	bool first = true;
-	long n;
-
-	if (b == NULL) {
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		return NULL;
-	}
-	if (key_id_hex != NULL && key_id_hex[0] != '\0' &&
-	    kh_p11_hex_decode(key_id_hex, &id, &idlen, err) != 0)
-		goto out;
-	if (BIO_puts(b, "pkcs11:") != 7 ||
-	    (token != NULL && token[0] != '\0' &&
-	     kh_uri_append(b, &first, "token", (const unsigned char *)token, strlen(token), false) != 0) ||
-	    (object != NULL && object[0] != '\0' &&
-	     kh_uri_append(b, &first, "object", (const unsigned char *)object, strlen(object), false) != 0) ||
-	    (id != NULL && kh_uri_append(b, &first, "id", id, idlen, true) != 0) ||
-	    (serial != NULL && serial[0] != '\0' &&
-	     kh_uri_append(b, &first, "serial", (const unsigned char *)serial, strlen(serial), false) != 0)) {
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		goto out;
-	}
-	n = BIO_get_mem_data(b, &data);
-	out = n > 0 ? strndup(data, (size_t)n) : NULL;
-	if (out == NULL)
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-out:
-	free(id);
-	BIO_free(b);
-	return out;
-}
-
-int
-kh_p11_open_uri_key(const char *module, const char *uri, const char *pin,
-		    struct kh_p11 **handle, EVP_PKEY **key, kh_error *err)
+kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
+		    const char *pin, struct kh_p11 **handle, EVP_PKEY **key, kh_error *err)
 {
 	struct kh_p11_uri u;
-	struct kh_p11_token_info info = { 0 };
 	struct kh_p11_match m;
 	struct kh_p11 *p = NULL;
 	int rc = -1;
@@ -747,15 +932,9 @@ kh_p11_open_uri_key(const char *module, const char *uri, const char *pin,
 	*key = NULL;
 	if (kh_p11_uri_parse(uri, &u, err) != 0)
 		return -1;
-	p = kh_p11_open(module, err);
-	if (p == NULL || kh_p11_find_token(p, u.token, &info, err) != 0)
-		goto out;
-	if (u.serial != NULL && strcmp(u.serial, info.serial) != 0) {
-		kh_fail(err, KH_ERR_NOTFOUND, "token '%s' has serial %s, not %s as %s says",
-			u.token, info.serial, u.serial, uri);
-		goto out;
-	}
-	if (kh_p11_login(p, pin, err) != 0)
+	p = kh_p11_open(module, env, err);
+	if (p == NULL || kh_p11_token_for_uri(p, &u, uri, err) != 0 ||
+	    kh_p11_login(p, pin, err) != 0)
 		goto out;
 	m.label = u.object;
 	m.id = u.id;
@@ -767,7 +946,6 @@ kh_p11_open_uri_key(const char *module, const char *uri, const char *pin,
 	rc = 0;
 out:
 	kh_p11_close(p);
-	kh_p11_token_info_clear(&info);
 	kh_p11_uri_clear(&u);
 	return rc;
 }

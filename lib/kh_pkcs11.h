@@ -8,9 +8,14 @@
  * caller frees (EVP_PKEY_free / X509_free) — before kh_p11_close for keys,
  * since a token key signs through the module.
  *
- * PINs are passed in, used for exactly one C_Login and never copied by this
- * code.  (libp11 itself keeps a copy inside the slot to re-login after fork;
- * it is wiped when the handle is closed.)
+ * The PIN: kh_p11_login tries it exactly once.  Once the token has
+ * accepted it, the handle keeps a copy until logout or close (then wiped),
+ * for one purpose only: a key with CKA_ALWAYS_AUTHENTICATE asks for its
+ * PIN again before every signature, and libp11 asks the context's UI
+ * method for it (lib/kh_p11_ui.h) — which answers with that copy and with
+ * nothing else, so no library ever reads a terminal, and the extra login
+ * cannot cost a try.  (libp11 itself keeps a copy inside the slot to
+ * re-login after fork; it is wiped when the handle is closed.)
  *
  * Return convention: int functions return 0 on success and -1 on failure
  * with err set; pointer functions return NULL with err set;
@@ -25,7 +30,9 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "lib/kh_env.h"
 #include "lib/kh_error.h"
+#include "lib/kh_p11_uri.h"
 
 /* PIN state the token reports before login (CK_TOKEN_INFO flags). */
 #define KH_P11_PIN_COUNT_LOW      0x01u  /* a wrong PIN was entered recently */
@@ -34,6 +41,7 @@
 #define KH_P11_PIN_TO_BE_CHANGED  0x08u
 
 #define KH_P11_PIN_MAX 256   /* longest PIN a pin file may hold */
+#define KH_P11_ID_MAX  64    /* longest CKA_ID kubehsm compares */
 
 struct kh_p11;
 
@@ -43,20 +51,83 @@ struct kh_p11_token_info {
 	unsigned pin_flags;  /* KH_P11_PIN_* */
 };
 
-/* A parsed "pkcs11:" URI; only the attributes kubehsm needs. */
-struct kh_p11_uri {
-	char *token;       /* token= (label), NULL if absent */
-	char *object;      /* object= (CKA_LABEL), NULL if absent */
-	char *serial;      /* serial=, NULL if absent */
-	unsigned char *id; /* id= (CKA_ID bytes), NULL if absent */
-	size_t id_len;
+/* A certificate object, read without logging in. */
+struct kh_p11_cert {
+	X509 *x509;              /* NULL: not an X.509 certificate OpenSSL reads */
+	char *label;             /* CKA_LABEL, control characters replaced; "" if none */
+	unsigned char id[KH_P11_ID_MAX];
+	size_t id_len;           /* 0: no CKA_ID (or one longer than KH_P11_ID_MAX) */
 };
 
-/* Load and initialise the module at `path`. NULL + err if it cannot. */
-struct kh_p11 *kh_p11_open(const char *path, kh_error *err);
+/*
+ * One slot as the module shows it, with its token.  Text is what the
+ * module reports with trailing blanks cut and control characters replaced
+ * ('?'): a label comes from whoever issued the card (OpenSC names a PIV
+ * token after a certificate's CN) and ends up in prompts and logs.
+ */
+struct kh_p11_token {
+	unsigned long slot_id;
+	char *slot_description;
+	char *slot_manufacturer;
+	bool present;            /* a token is in the slot */
+	bool initialized;        /* ... and initialised (a blank one is never used) */
+	char *label, *manufacturer, *model, *serial;   /* "" when no token */
+	unsigned pin_flags;      /* KH_P11_PIN_*, read now */
+	bool certs_read;         /* kh_p11_read_certs has run */
+	struct kh_p11_cert *certs;
+	size_t ncerts;
+	char *certs_error;       /* the certificates could not be listed: why */
+	/* which of the handle's slots this is (kh_p11_use_token) */
+	size_t index;
+	unsigned generation;
+};
+
+/* What the token says of the private key with a given CKA_ID before (or
+ * after) login. */
+struct kh_p11_key_info {
+	bool visible;            /* found: private keys may be CKA_PRIVATE */
+	bool always_auth;        /* CKA_ALWAYS_AUTHENTICATE: a PIN per signature */
+	unsigned count;          /* private keys with that CKA_ID */
+};
+
+/* Load and initialise the module at `path`.  `env` (pkcs11.env; NULL for
+ * none) is set around its C_Initialize and around every slot listing —
+ * where the modules measured read it — and put back exactly each time.
+ * NULL + err if it cannot. */
+struct kh_p11 *kh_p11_open(const char *path, const struct kh_env *env, kh_error *err);
 
 /* Log out, release every libp11 object, finalise and unload. NULL is fine. */
 void kh_p11_close(struct kh_p11 *p);
+
+/* The module's manufacturer (CK_INFO.manufacturerID), "" if unknown. */
+const char *kh_p11_module_manufacturer(const struct kh_p11 *p);
+
+/*
+ * Every slot of the module, read afresh (a token may have been inserted
+ * since the module was loaded, and the PIN flags must be current).  This
+ * unselects any token selected before.  Free with kh_p11_tokens_free.
+ */
+int kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n,
+		       kh_error *err);
+void kh_p11_tokens_free(struct kh_p11_token *tokens, size_t n);
+
+/*
+ * The certificates of t (from the latest kh_p11_list_tokens of p), read
+ * without logging in — only for the tokens a caller looks at: on a card
+ * each one is a read from the card.  A token whose certificates cannot be
+ * listed gets certs_error, which is no failure; -1 only when out of memory
+ * or t is not in p's list.  Does nothing when they were read already.
+ */
+int kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err);
+
+/* Select t (from the latest kh_p11_list_tokens of p) for login. */
+int kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err);
+
+/*
+ * Read the selected token's PIN flags again (after a failed try); t is
+ * updated and stays selected.  KH_ERR_NOTFOUND when it was removed.
+ */
+int kh_p11_refresh_token(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err);
 
 /*
  * Select the token whose label is exactly `label` and report its serial and
@@ -69,6 +140,10 @@ int kh_p11_find_token(struct kh_p11 *p, const char *label,
 
 void kh_p11_token_info_clear(struct kh_p11_token_info *info);
 
+/* Which attribute of token URI u (kh_p11_uri_parse_token) t does not
+ * match, or NULL when it matches. */
+const char *kh_p11_uri_mismatch(const struct kh_p11_uri *u, const struct kh_p11_token *t);
+
 /*
  * The certificate of the key named by key_label (CKA_LABEL) and/or key_id
  * (hex CKA_ID); "" or NULL means "don't match on this".  Works before login
@@ -80,13 +155,29 @@ int kh_p11_find_cert(struct kh_p11 *p, const char *key_label,
 /*
  * C_Login as the user on the selected token — exactly once.  Refuses with
  * KH_ERR_LOCKED (without calling C_Login) when the token reports the PIN
- * locked; a wrong PIN is KH_ERR_AUTH.  The PIN is not copied.
+ * locked; a wrong PIN is KH_ERR_AUTH.  On success the handle keeps a copy
+ * of the PIN for context-specific logins (see above).
  */
 int kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err);
 
 /* The private key (after login), same matching rules as kh_p11_find_cert. */
 int kh_p11_find_key(struct kh_p11 *p, const char *key_label,
 		    const char *key_id, EVP_PKEY **key, kh_error *err);
+
+/* The private key (after login) with CKA_ID id (id_len > 0) and, when
+ * key_label is not NULL or "", that CKA_LABEL.  Exactly one or an error. */
+int kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
+			  const char *key_label, EVP_PKEY **key, kh_error *err);
+
+/*
+ * What token t (listed by kh_p11_list_tokens) says of its private key with
+ * CKA_ID id, read straight from the module on a session of its own:
+ * libp11 0.4.12 does not tell whether a key has CKA_ALWAYS_AUTHENTICATE.
+ * Before login a token may hide its private keys (info->visible false).
+ */
+int kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t,
+		    const unsigned char *id, size_t id_len,
+		    struct kh_p11_key_info *info, kh_error *err);
 
 /*
  * Proof of possession: sign 32 fresh random bytes with `key` and verify the
@@ -95,24 +186,15 @@ int kh_p11_find_key(struct kh_p11 *p, const char *key_label,
  */
 int kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err);
 
-/* Parse a PKCS#11 URI (RFC 7512 path attributes token, object, id, serial,
- * percent-decoded; anything else is refused). Free with kh_p11_uri_clear. */
-int kh_p11_uri_parse(const char *uri, struct kh_p11_uri *out, kh_error *err);
-void kh_p11_uri_clear(struct kh_p11_uri *uri);
-
-/* "pkcs11:token=...;object=...;id=...;serial=..." with RFC 7512 escaping;
- * NULL/"" parts are left out. Caller frees. */
-char *kh_p11_uri_format(const char *token, const char *object,
-			const char *key_id_hex, const char *serial,
-			kh_error *err);
-
 /*
- * The issuer key named by `uri` on the module at `module`, logged in with
- * `pin`.  On success *handle keeps the module session open for as long as
- * the key is used: free the key first, then kh_p11_close(*handle).
+ * The issuer key named by `uri` on the module at `module` (with env set
+ * around its initialisation), logged in with `pin`.  On success *handle
+ * keeps the module session open for as long as the key is used: free the
+ * key first, then kh_p11_close(*handle).
  */
-int kh_p11_open_uri_key(const char *module, const char *uri, const char *pin,
-			struct kh_p11 **handle, EVP_PKEY **key, kh_error *err);
+int kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
+			const char *pin, struct kh_p11 **handle, EVP_PKEY **key,
+			kh_error *err);
 
 /*
  * Read a PIN file: no symlink, a regular file owned by the reading (effective)
@@ -122,10 +204,6 @@ int kh_p11_open_uri_key(const char *module, const char *uri, const char *pin,
  * newline inside.  *pin is freed with kh_secure_strfree.
  */
 int kh_p11_read_pin_file(const char *path, char **pin, kh_error *err);
-
-/* Hex (upper or lower, even length) → bytes. Caller frees *out. */
-int kh_p11_hex_decode(const char *hex, unsigned char **out, size_t *len,
-		      kh_error *err);
 
 /* Keep libp11 mapped once loaded (for a dlclose'd PAM module). */
 bool kh_p11_pin_library(void);

@@ -1,12 +1,20 @@
 /*
  * kh_pam_auth — the auth step of pam_kubehsm.
  *
+ * The user's token is the one whose certificate is the user's
+ * (lib/kh_token.h): every token of the module is looked at without
+ * logging in, and no token whose certificate is not the user's is ever
+ * offered a PIN.
+ *
  * Order matters for the token's retry counter: everything that can fail
- * without the PIN (token present, certificate found, validated and mapped
- * to this user, PIN not locked, the user can be warned of a last try) is
- * checked before the user is asked for a PIN, and the PIN is tried
- * exactly once — twice only under try_first_pass with authtok_is_pin,
- * when the earlier module's password was not the PIN.
+ * without the PIN (the user's token found by its certificate, validated
+ * and mapped to this user, a renewal's certificate the session's, PIN not
+ * locked, the user can be warned of a last try) is checked before the
+ * user is asked for a PIN, and the PIN is tried exactly once — twice only
+ * under try_first_pass with authtok_is_pin, when the earlier module's
+ * password was not the PIN.  A key that wants its PIN again for each
+ * signature (CKA_ALWAYS_AUTHENTICATE) gets the same PIN from the handle
+ * (lib/kh_p11_ui.h): one PIN, typed once, through PAM.
  */
 #include "config.h"
 
@@ -19,11 +27,13 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 
+#include "cache/kh_cache.h"
 #include "lib/kh_mem.h"
-#include "lib/kh_template.h"
-#include "pam/kh_pam.h"
 #include "lib/kh_pkcs11.h"
+#include "lib/kh_template.h"
+#include "lib/kh_token.h"
 #include "lib/kh_x509.h"
+#include "pam/kh_pam.h"
 
 /* Everything one authentication holds; released by auth_ctx_clear. */
 struct auth_ctx {
@@ -33,12 +43,16 @@ struct auth_ctx {
 	const char *user;
 	uid_t uid;
 	gid_t gid;
-	char *token_label;
-	char *key_label;
+	char *token_label;      /* token.label expanded; "" = any */
+	char *key_label;        /* token.key_label expanded; "" = any */
+	unsigned char *key_id;  /* token.key_id; NULL = any */
+	size_t key_id_len;
+	struct kh_p11_uri uri;  /* token.uri; all NULL = every token */
 	struct kh_p11 *p11;
 	int forwarded;          /* p11 is the user's forwarded token */
-	struct kh_p11_token_info info;
-	X509 *cert;
+	struct kh_token_choice choice;
+	struct kh_p11_token *tok;         /* the user's token, in choice */
+	const struct kh_p11_cert *cert;   /* the user's certificate, in choice */
 	EVP_PKEY *key;
 	char *pin;
 };
@@ -47,12 +61,13 @@ static void
 auth_ctx_clear(struct auth_ctx *c)
 {
 	EVP_PKEY_free(c->key);          /* before the module goes away */
-	X509_free(c->cert);
-	kh_p11_token_info_clear(&c->info);
+	kh_token_choice_free(&c->choice);
 	kh_p11_close(c->p11);
 	kh_secure_strfree(c->pin);
 	free(c->token_label);
 	free(c->key_label);
+	free(c->key_id);
+	kh_p11_uri_clear(&c->uri);
 	kh_policy_free(c->policy);
 	explicit_bzero(c, sizeof(*c));
 }
@@ -89,63 +104,148 @@ lookup_fail(struct auth_ctx *c, const char *what, const kh_error *err, int code)
 	return fail_log(c, what, err, code);
 }
 
+/* The policy's token section as selection rules: templates expanded, the
+ * URI and key id parsed (the loader checked both). */
 static int
-expand_templates(struct auth_ctx *c)
+token_rules(struct auth_ctx *c, struct kh_token_rules *r)
 {
+	const struct kh_policy *p = c->policy;
 	kh_error err = { 0 };
 
-	c->token_label = kh_template_expand(c->policy->token.label, c->user, &err);
+	c->token_label = kh_template_expand(p->token.label, c->user, &err);
 	if (c->token_label == NULL)
 		return fail_log(c, "token.label", &err, PAM_SERVICE_ERR);
-	c->key_label = kh_template_expand(c->policy->token.key_label, c->user, &err);
+	c->key_label = kh_template_expand(p->token.key_label, c->user, &err);
 	if (c->key_label == NULL)
 		return fail_log(c, "token.key_label", &err, PAM_SERVICE_ERR);
+	if (p->token.key_id[0] != '\0' &&
+	    kh_p11_hex_decode(p->token.key_id, &c->key_id, &c->key_id_len, &err) != 0)
+		return fail_log(c, "token.key_id", &err, PAM_SERVICE_ERR);
+	if (p->token.uri[0] != '\0' && kh_p11_uri_parse_token(p->token.uri, &c->uri, &err) != 0)
+		return fail_log(c, "token.uri", &err, PAM_SERVICE_ERR);
+	*r = (struct kh_token_rules){
+		.uri = &c->uri,
+		.label = c->token_label,
+		.key_label = c->key_label,
+		.key_id = c->key_id,
+		.key_id_len = c->key_id_len,
+		.ca_file = p->trust.ca_file,
+		.crl_file = p->trust.crl_file,
+		.map = p->trust.map,
+		.domains = (const char *const *)p->trust.domains,
+		.ndomains = p->trust.ndomains,
+	};
 	return PAM_SUCCESS;
 }
 
-static int
-find_token_and_cert(struct auth_ctx *c)
+/* With debug: what every token is to this user (kubehsm token says more). */
+static void
+debug_choice(struct auth_ctx *c)
 {
-	kh_error err = { 0 };
+	const struct kh_token_choice *ch = &c->choice;
+	char name[192];
 
+	if (!c->opts->debug)
+		return;
+	for (size_t i = 0; i < ch->ntokens; i++) {
+		kh_token_name(&ch->tokens[i], name, sizeof(name));
+		if (ch->evals[i].skip != NULL) {
+			kh_pam_debug(c->pamh, c->opts, "user '%s': token %s: %s", c->user, name,
+				     ch->evals[i].skip);
+			continue;
+		}
+		for (size_t j = 0; j < ch->tokens[i].ncerts; j++) {
+			const struct kh_cert_eval *e = &ch->evals[i].certs[j];
+
+			kh_pam_debug(c->pamh, c->opts, "user '%s': token %s certificate %zu: %s%s%s%s",
+				     c->user, name, j + 1, kh_cert_verdict_name(e->verdict),
+				     e->user != NULL ? " (maps to " : "", e->user != NULL ? e->user : "",
+				     e->user != NULL ? ")" : "");
+		}
+	}
+}
+
+/* The user's token, found by its certificate before any PIN. */
+static int
+find_users_token(struct auth_ctx *c)
+{
+	struct kh_token_rules rules;
+	kh_error err = { 0 };
+	int rc;
+
+	if ((rc = token_rules(c, &rules)) != PAM_SUCCESS)
+		return rc;
 	c->p11 = kh_pam_open_token_module(c->pamh, c->opts, c->policy, c->user, c->uid,
 					  c->gid, &c->forwarded, &err);
 	if (c->p11 == NULL)
 		return lookup_fail(c, "PKCS#11 module", &err,
 				   err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTHINFO_UNAVAIL);
-	if (kh_p11_find_token(c->p11, c->token_label, &c->info, &err) != 0)
-		return lookup_fail(c, "token", &err, pam_code_for_lookup(&err));
-	if (kh_p11_find_cert(c->p11, c->key_label, c->policy->token.key_id,
-			     &c->cert, &err) != 0)
-		return lookup_fail(c, "token certificate", &err, pam_code_for_lookup(&err));
-	kh_pam_debug(c->pamh, c->opts, "user '%s': token '%s' serial '%s' pin flags 0x%x",
-		     c->user, c->token_label, c->info.serial, c->info.pin_flags);
+	rc = kh_token_choose(c->p11, &rules, c->user, &c->choice, &err);
+	debug_choice(c);
+	if (rc != 0) {
+		switch (err.code == KH_ERR_CONFIG || err.code == KH_ERR_INTERNAL ?
+			KH_TOKEN_NONE : c->choice.outcome) {
+		case KH_TOKEN_AMBIGUOUS:
+			/* Only the user can settle it (a card out): say so always. */
+			(void)pam_error(c->pamh, "kubehsm: %s", err.msg);
+			return fail_log(c, "token", &err, PAM_AUTHINFO_UNAVAIL);
+		case KH_TOKEN_REJECTED:
+			return lookup_fail(c, "token certificate rejected", &err, PAM_AUTH_ERR);
+		default:
+			return lookup_fail(c, "token", &err, pam_code_for_lookup(&err));
+		}
+	}
+	c->tok = &c->choice.tokens[c->choice.token];
+	c->cert = &c->tok->certs[c->choice.cert];
+	kh_pam_debug(c->pamh, c->opts, "user '%s': token '%s' serial '%s' slot %lu, certificate "
+		     "%zu of %zu, pin flags 0x%x", c->user, c->tok->label, c->tok->serial,
+		     c->tok->slot_id, c->choice.cert + 1, c->tok->ncerts, c->tok->pin_flags);
 	return PAM_SUCCESS;
 }
 
+/*
+ * `kubehsm login --renew` keeps the session's identity: a token holding
+ * another certificate is refused here, before the PIN is asked, instead of
+ * by the session step after a try was spent on it.  (The session step
+ * still decides: this only spares the try.)  Only in the kubehsm service,
+ * whose auth line says `forwarded` and session line `join`: kubehsm-login
+ * is what sets KUBEHSM_RENEW.
+ */
 static int
-validate_and_map_cert(struct auth_ctx *c)
+renew_precheck(struct auth_ctx *c)
 {
+	const char *r = pam_getenv(c->pamh, KH_RENEW_ENV);
+	struct kh_cache_entry *e = NULL;
+	size_t n = 0, live = 0, same = 0;
 	kh_error err = { 0 };
-	char *mapped = NULL;
-	int same;
+	char *pem = NULL;
 
-	if (kh_x509_validate(c->cert, c->policy->trust.ca_file,
-			     c->policy->trust.crl_file, 0, &err) != 0)
-		return fail_log(c, "token certificate rejected", &err,
-				err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTH_ERR);
-	if (kh_x509_map_user(c->cert, c->policy->trust.map,
-			     (const char *const *)c->policy->trust.domains,
-			     c->policy->trust.ndomains, &mapped, &err) != 0)
-		return fail_log(c, "token certificate names no user", &err, PAM_AUTH_ERR);
-	same = strcmp(mapped, c->user) == 0;
-	if (!same)
-		pam_syslog(c->pamh, LOG_NOTICE,
-			   "user '%s': token certificate maps to '%s' (trust.map = %s), "
-			   "not to this user", c->user, mapped,
-			   kh_map_rule_name(c->policy->trust.map));
-	free(mapped);
-	return same ? PAM_SUCCESS : PAM_AUTH_ERR;
+	if (!(c->opts->join || c->opts->forwarded) || r == NULL || strcmp(r, "1") != 0)
+		return PAM_SUCCESS;
+	if (kh_x509_cert_to_pem(c->cert->x509, &pem, &err) != 0)
+		return fail_log(c, "token certificate", &err, PAM_BUF_ERR);
+	if (kh_cache_list(c->uid, &e, &n, &err) != 0) {
+		free(pem);
+		return PAM_SUCCESS;     /* the session step will say what is wrong */
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].state != KH_MISS_NONE || e[i].rec == NULL ||
+		    strcmp(e[i].rec->user, c->user) != 0)
+			continue;
+		live++;
+		same += strcmp(e[i].rec->token_cert_pem, pem) == 0;
+	}
+	kh_cache_entries_free(e, n);
+	free(pem);
+	if (live == 0 || same == live)
+		return PAM_SUCCESS;
+	(void)pam_error(c->pamh, "kubehsm: token '%s' holds another certificate than the one "
+			"your kube session was started with, and a renewal keeps the identity: "
+			"insert that token, or run 'kubehsm logout', then 'kubehsm login'. "
+			"The PIN was not asked.", c->tok->label);
+	pam_syslog(c->pamh, LOG_NOTICE, "user '%s': renew refused before the PIN: token '%s' "
+		   "holds another certificate than the session's", c->user, c->tok->label);
+	return PAM_PERM_DENIED;
 }
 
 /*
@@ -157,14 +257,14 @@ validate_and_map_cert(struct auth_ctx *c)
 static int
 check_pin_state(struct auth_ctx *c)
 {
-	unsigned f = c->info.pin_flags;
+	unsigned f = c->tok->pin_flags;
 	const char *warning = NULL;
 
 	if (f & KH_P11_PIN_LOCKED) {
 		pam_syslog(c->pamh, LOG_NOTICE, "user '%s': token '%s': PIN locked; not tried",
-			   c->user, c->token_label);
+			   c->user, c->tok->label);
 		pam_error(c->pamh, "kubehsm: token '%s': PIN locked — ask an administrator "
-			  "to unblock it", c->token_label);
+			  "to unblock it", c->tok->label);
 		return PAM_MAXTRIES;
 	}
 	if (f & KH_P11_PIN_FINAL_TRY)
@@ -172,9 +272,9 @@ check_pin_state(struct auth_ctx *c)
 	else if (f & KH_P11_PIN_COUNT_LOW)
 		warning = "PIN count low — a wrong PIN was entered recently";
 	if (warning != NULL &&
-	    pam_info(c->pamh, "kubehsm: token '%s': %s", c->token_label, warning) != PAM_SUCCESS) {
+	    pam_info(c->pamh, "kubehsm: token '%s': %s", c->tok->label, warning) != PAM_SUCCESS) {
 		pam_syslog(c->pamh, LOG_NOTICE, "user '%s': token '%s': %s, and the user cannot "
-			   "be warned (no conversation); not tried", c->user, c->token_label,
+			   "be warned (no conversation); not tried", c->user, c->tok->label,
 			   f & KH_P11_PIN_FINAL_TRY ? "final PIN try" : "PIN count low");
 		return PAM_AUTH_ERR;
 	}
@@ -205,7 +305,7 @@ get_pin(struct auth_ctx *c, bool *stored)
 			return PAM_AUTH_ERR;
 		}
 	}
-	return kh_pam_prompt_pin(c->pamh, c->token_label, &c->pin);
+	return kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin);
 }
 
 /*
@@ -221,12 +321,11 @@ prompt_again(struct auth_ctx *c)
 
 	kh_secure_strfree(c->pin);
 	c->pin = NULL;
-	kh_p11_token_info_clear(&c->info);
-	if (kh_p11_find_token(c->p11, c->token_label, &c->info, &err) != 0)
+	if (kh_p11_refresh_token(c->p11, c->tok, &err) != 0)
 		return fail_log(c, "token", &err, pam_code_for_lookup(&err));
 	if ((rc = check_pin_state(c)) != PAM_SUCCESS)
 		return rc;
-	return kh_pam_prompt_pin(c->pamh, c->token_label, &c->pin);
+	return kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin);
 }
 
 /* One C_Login.  *wrong is set when the PIN was refused as incorrect. */
@@ -241,17 +340,31 @@ token_login(struct auth_ctx *c, bool stored, bool *wrong)
 		case KH_ERR_AUTH:
 			*wrong = true;
 			if (!stored)
-				pam_error(c->pamh, "kubehsm: token '%s': wrong PIN", c->token_label);
+				pam_error(c->pamh, "kubehsm: token '%s': wrong PIN", c->tok->label);
 			return fail_log(c, stored ? "token login with the earlier module's "
 					"password" : "token login", &err, PAM_AUTH_ERR);
 		case KH_ERR_LOCKED:
-			pam_error(c->pamh, "kubehsm: token '%s': PIN locked", c->token_label);
+			pam_error(c->pamh, "kubehsm: token '%s': PIN locked", c->tok->label);
 			return fail_log(c, "token login", &err, PAM_MAXTRIES);
 		default:
 			return fail_log(c, "token login", &err, pam_code_for_lookup(&err));
 		}
 	}
 	return PAM_SUCCESS;
+}
+
+/* The private key of the user's certificate: the one with its CKA_ID (and
+ * CKA_LABEL token.key_label, when set). */
+static int
+find_key(struct auth_ctx *c, kh_error *err)
+{
+	if (c->cert->id_len > 0)
+		return kh_p11_find_key_by_id(c->p11, c->cert->id, c->cert->id_len, c->key_label,
+					     &c->key, err);
+	if (c->key_label[0] != '\0')
+		return kh_p11_find_key(c->p11, c->key_label, "", &c->key, err);
+	return kh_fail(err, KH_ERR_NOTFOUND, "the certificate on token '%s' has no CKA_ID to "
+		       "find its key by; set token.key_label", c->tok->label);
 }
 
 /* The PIN (a second one only under try_first_pass), then proof of
@@ -273,10 +386,9 @@ login_and_prove(struct auth_ctx *c)
 	}
 	if (rc != PAM_SUCCESS)
 		return rc;
-	if (kh_p11_find_key(c->p11, c->key_label, c->policy->token.key_id,
-			    &c->key, &err) != 0)
+	if (find_key(c, &err) != 0)
 		return fail_log(c, "token key", &err, pam_code_for_lookup(&err));
-	if (kh_p11_prove_possession(c->key, c->cert, &err) != 0)
+	if (kh_p11_prove_possession(c->key, c->cert->x509, &err) != 0)
 		return fail_log(c, "proof of possession", &err,
 				err.code == KH_ERR_AUTH ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL);
 	return PAM_SUCCESS;
@@ -286,6 +398,7 @@ static int
 build_login(struct auth_ctx *c, struct kh_pam_login **out)
 {
 	struct kh_pam_login *l = calloc(1, sizeof(*l));
+	char idhex[2 * KH_P11_ID_MAX + 1];
 	kh_error err = { 0 };
 
 	*out = NULL;
@@ -293,21 +406,23 @@ build_login(struct auth_ctx *c, struct kh_pam_login **out)
 		return PAM_BUF_ERR;
 	l->uid = c->uid;
 	l->user = strdup(c->user);
-	l->token_label = strdup(c->token_label);
-	l->token_serial = strdup(c->info.serial ? c->info.serial : "");
+	l->token_label = strdup(c->tok->label);
+	l->token_serial = strdup(c->tok->serial);
 	if (l->user == NULL || l->token_label == NULL || l->token_serial == NULL)
 		goto oom;
-	l->token_uri = kh_p11_uri_format(c->token_label, c->key_label,
-					 c->policy->token.key_id, c->info.serial, &err);
+	l->token_uri = kh_p11_uri_format(c->tok->label, c->key_label,
+					 kh_p11_hex_encode(c->cert->id, c->cert->id_len, idhex,
+							   sizeof(idhex)),
+					 c->tok->serial, &err);
 	if (l->token_uri == NULL)
 		goto fail;
-	if (kh_x509_cert_to_pem(c->cert, &l->token_cert_pem, &err) != 0 ||
-	    kh_x509_not_after(c->cert, &l->token_not_after, &err) != 0)
+	if (kh_x509_cert_to_pem(c->cert->x509, &l->token_cert_pem, &err) != 0 ||
+	    kh_x509_not_after(c->cert->x509, &l->token_not_after, &err) != 0)
 		goto fail;
 	l->kube_user = kh_template_expand(c->policy->identity.username, c->user, &err);
 	if (l->kube_user == NULL)
 		goto fail;
-	if (kh_pam_kube_groups(c->pamh, c->policy, c->cert, c->user, c->gid, &l->groups,
+	if (kh_pam_kube_groups(c->pamh, c->policy, c->cert->x509, c->user, c->gid, &l->groups,
 			       &l->ngroups, &err) != 0)
 		goto fail;
 	if (c->policy->session.cache_pin) {
@@ -338,9 +453,8 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	if (c.policy == NULL)
 		return PAM_SERVICE_ERR;
 
-	if ((rc = expand_templates(&c)) != PAM_SUCCESS ||
-	    (rc = find_token_and_cert(&c)) != PAM_SUCCESS ||
-	    (rc = validate_and_map_cert(&c)) != PAM_SUCCESS ||
+	if ((rc = find_users_token(&c)) != PAM_SUCCESS ||
+	    (rc = renew_precheck(&c)) != PAM_SUCCESS ||
 	    (rc = check_pin_state(&c)) != PAM_SUCCESS ||
 	    (rc = login_and_prove(&c)) != PAM_SUCCESS)
 		goto out;
@@ -355,8 +469,7 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		(void)kh_pam_handoff_put(pamh, login);
 	}
 	pam_syslog(pamh, LOG_INFO, "user '%s': authenticated with token '%s' (serial %s%s)",
-		   c.user, c.token_label, c.info.serial ? c.info.serial : "",
-		   c.forwarded ? ", forwarded" : "");
+		   c.user, c.tok->label, c.tok->serial, c.forwarded ? ", forwarded" : "");
 out:
 	auth_ctx_clear(&c);
 	return rc;

@@ -88,6 +88,9 @@ open_forwarded(const struct kh_policy *policy, const char *path, uid_t uid, gid_
 	kh_error restore = { 0 };
 	uid_t fsuid = (uid_t)setfsuid((uid_t)-1);
 	gid_t fsgid = (gid_t)setfsgid((gid_t)-1);
+	char *names[1] = { (char *)KH_P11_KIT_ADDRESS_ENV }, *values[1];
+	/* Set only around C_Initialize and put back as it was (kh_env). */
+	struct kh_env env = { names, values, 1 };
 
 	address = malloc(n);
 	if (address == NULL) {
@@ -95,14 +98,9 @@ open_forwarded(const struct kh_policy *policy, const char *path, uid_t uid, gid_
 		return NULL;
 	}
 	(void)snprintf(address, n, "unix:path=%s", path);
-	if (setenv(KH_P11_KIT_ADDRESS_ENV, address, 1) != 0) {
-		kh_fail(err, KH_ERR_INTERNAL, "setenv: %s", strerror(errno));
-		free(address);
-		return NULL;
-	}
-	free(address);
+	values[0] = address;
 	if (set_fs_ids(uid, gid, err) == 0)
-		p11 = kh_p11_open(policy->pkcs11.forward_module, err);
+		p11 = kh_p11_open(policy->pkcs11.forward_module, &env, err);
 	/* Back to what it was whatever happened.  (Failing that would leave
 	 * this process with less access, not more; refused all the same.) */
 	if (set_fs_ids(fsuid, fsgid, &restore) != 0) {
@@ -110,7 +108,7 @@ open_forwarded(const struct kh_policy *policy, const char *path, uid_t uid, gid_
 		p11 = NULL;
 		*err = restore;
 	}
-	(void)unsetenv(KH_P11_KIT_ADDRESS_ENV);
+	free(address);
 	return p11;
 }
 
@@ -128,7 +126,7 @@ kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		if (opts->forwarded)
 			kh_pam_debug(pamh, opts, "user '%s': option forwarded, but the policy "
 				     "has no pkcs11.forward: the bastion's module", user);
-		return kh_p11_open(policy->pkcs11.module, err);
+		return kh_p11_open(policy->pkcs11.module, &policy->pkcs11.env, err);
 	}
 	path = kh_policy_forward_socket(policy, uid, err);
 	if (path == NULL)
@@ -138,7 +136,7 @@ kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		kh_pam_debug(pamh, opts, "user '%s': no forwarded token at %s: the bastion's "
 			     "module", user, path);
 		free(path);
-		return kh_p11_open(policy->pkcs11.module, err);
+		return kh_p11_open(policy->pkcs11.module, &policy->pkcs11.env, err);
 	}
 	if (r < 0) {
 		free(path);

@@ -98,7 +98,7 @@ open_issuer(const struct kh_issuer *is, struct kh_p11 **p11, EVP_PKEY **key,
 
 	if (kh_p11_read_pin_file(is->pin_file, &pin, err) != 0)
 		return -1;
-	rc = kh_p11_open_uri_key(is->module, is->key, pin, p11, key, err);
+	rc = kh_p11_open_uri_key(is->module, &is->env, is->key, pin, p11, key, err);
 	kh_secure_strfree(pin);
 	if (rc != 0)
 		return -1;

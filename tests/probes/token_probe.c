@@ -15,6 +15,16 @@
  *   token_probe uri TOKEN OBJECT KEYID SERIAL
  *   token_probe parse-uri URI
  *   token_probe pinfile PATH
+ *   token_probe [-m MODULE] choose USER CAFILE MAP [KEYLABEL [KEYID [TOKENURI]]]
+ *     (lib/kh_token: the user's token found by its certificate; prints the
+ *     outcome, the token and certificate chosen, and what the key needs)
+ *   token_probe [-m MODULE] reinsert WAITFILE
+ *     (labels of the present tokens, whether the -e variables are still
+ *     set after the module was loaded, then WAITFILE.ready is made and,
+ *     once WAITFILE appears, the labels read again in the same process)
+ *
+ * Options before the command: -m MODULE, and -e NAME=VALUE (repeatable):
+ * pkcs11.env, set around the module's initialisation only.
  *
  * Success prints what was found on stdout and exits 0; failure prints
  * "token_probe: <class>: <message>" on stderr and exits 1.  With
@@ -30,11 +40,19 @@
 
 #include <openssl/pem.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/kh_env.h"
 #include "lib/kh_mem.h"
 #include "lib/kh_pkcs11.h"
+#include "lib/kh_token.h"
 #include "lib/kh_x509.h"
 
 static const char *module = "/usr/lib/softhsm/libsofthsm2.so";
+/* pkcs11.env of the probe: -e NAME=VALUE options. */
+static char *probe_env_names[KH_ENV_MAX], *probe_env_values[KH_ENV_MAX];
+static struct kh_env probe_env = { probe_env_names, probe_env_values, 0 };
 static struct timespec t0;
 
 static void
@@ -84,7 +102,7 @@ cmd_find(const char *label)
 {
 	kh_error err = { 0 };
 	struct kh_p11_token_info info;
-	struct kh_p11 *p = kh_p11_open(module, &err);
+	struct kh_p11 *p = kh_p11_open(module, &probe_env, &err);
 
 	if (p == NULL || kh_p11_find_token(p, label, &info, &err) != 0) {
 		kh_p11_close(p);
@@ -101,7 +119,7 @@ static int
 cmd_login(const char *label, const char *pin)
 {
 	kh_error err = { 0 };
-	struct kh_p11 *p = kh_p11_open(module, &err);
+	struct kh_p11 *p = kh_p11_open(module, &probe_env, &err);
 	int rc;
 
 	rc = p == NULL || kh_p11_find_token(p, label, NULL, &err) != 0 ||
@@ -155,7 +173,7 @@ user_flow(const char *label, const char *pin, const char *key_label, const char 
 			rule = KH_MAP_UPN;
 	}
 	tick();
-	p = kh_p11_open(module, &err);
+	p = kh_p11_open(module, &probe_env, &err);
 	if (p == NULL)
 		goto out;
 	tock("load");
@@ -293,7 +311,7 @@ cmd_mint(char **a)
 	tick();
 	if (groups_buf == NULL ||
 	    kh_p11_read_pin_file(a[1], &pin, &err) != 0 ||
-	    kh_p11_open_uri_key(module, a[0], pin, &p, &issuer_key, &err) != 0)
+	    kh_p11_open_uri_key(module, &probe_env, a[0], pin, &p, &issuer_key, &err) != 0)
 		goto out;
 	tock("issuer-open");
 	if (kh_x509_load_chain(a[2], issuer_key, &chain, &chain_pem, &err) != 0)
@@ -387,14 +405,150 @@ cmd_pinfile(const char *path)
 	return 0;
 }
 
+static enum kh_map_rule
+map_rule(const char *map)
+{
+	if (strcmp(map, "uid") == 0)
+		return KH_MAP_UID;
+	if (strcmp(map, "email") == 0)
+		return KH_MAP_EMAIL;
+	if (strcmp(map, "upn") == 0)
+		return KH_MAP_UPN;
+	return KH_MAP_CN;
+}
+
+static const char *
+outcome_name(enum kh_token_outcome o)
+{
+	switch (o) {
+	case KH_TOKEN_CHOSEN:
+		return "chosen";
+	case KH_TOKEN_NONE:
+		return "none";
+	case KH_TOKEN_AMBIGUOUS:
+		return "ambiguous";
+	case KH_TOKEN_REJECTED:
+		return "rejected";
+	}
+	return "?";
+}
+
+static int
+cmd_choose(char **a, int n)
+{
+	kh_error err = { 0 };
+	struct kh_p11 *p = kh_p11_open(module, &probe_env, &err);
+	struct kh_token_choice c = { 0 };
+	struct kh_p11_uri uri = { 0 };
+	struct kh_p11_key_info ki;
+	const struct kh_p11_cert *cert;
+	unsigned char *id = NULL;
+	char hex[2 * KH_P11_ID_MAX + 1];
+	struct kh_token_rules r = {
+		.uri = &uri, .ca_file = a[1], .map = map_rule(a[2]),
+		.domains = probe_domains, .ndomains = probe_ndomains,
+		.key_label = n > 3 ? a[3] : NULL,
+	};
+	int rc = 1;
+
+	if (p == NULL)
+		return die(&err);
+	if ((n > 4 && a[4][0] != '\0' && kh_p11_hex_decode(a[4], &id, &r.key_id_len, &err) != 0) ||
+	    (n > 5 && kh_p11_uri_parse_token(a[5], &uri, &err) != 0))
+		goto out;
+	r.key_id = id;
+	tick();
+	rc = kh_token_choose(p, &r, a[0], &c, &err);
+	tock("choose");
+	printf("outcome=%s\ntokens=%zu\n", outcome_name(c.outcome), c.ntokens);
+	if (rc != 0)
+		goto out;
+	cert = kh_token_chosen_cert(&c);
+	printf("token=%s\nserial=%s\nslot=%lu\ncert_id=%s\n", c.tokens[c.token].label,
+	       c.tokens[c.token].serial, c.tokens[c.token].slot_id,
+	       kh_p11_hex_encode(cert->id, cert->id_len, hex, sizeof(hex)));
+	print_flags(c.tokens[c.token].pin_flags);
+	if (cert->id_len > 0 && kh_p11_key_info(p, &c.tokens[c.token], cert->id, cert->id_len,
+						&ki, &err) == 0)
+		printf("key_visible=%d\nalways_auth=%d\n", ki.visible, ki.always_auth);
+	rc = 0;
+out:
+	kh_token_choice_free(&c);
+	kh_p11_uri_clear(&uri);
+	free(id);
+	kh_p11_close(p);
+	return rc ? die(&err) : 0;
+}
+
+static int
+print_labels(struct kh_p11 *p, kh_error *err)
+{
+	struct kh_p11_token *t = NULL;
+	size_t n = 0, i;
+
+	if (kh_p11_list_tokens(p, &t, &n, err) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (t[i].initialized)
+			printf("label=%s\n", t[i].label);
+	kh_p11_tokens_free(t, n);
+	return 0;
+}
+
+/* Is what pkcs11.env set at C_Initialize enough for the module's whole
+ * life?  A card removed and inserted again after the variables were put
+ * back must still be seen. */
+static int
+cmd_reinsert(const char *waitfile)
+{
+	kh_error err = { 0 };
+	struct kh_p11 *p = kh_p11_open(module, &probe_env, &err);
+	char ready[4096];
+	struct stat st;
+	int i;
+
+	if (p == NULL)
+		return die(&err);
+	for (size_t k = 0; k < probe_env.n; k++)
+		printf("env %s=%s\n", probe_env.names[k],
+		       getenv(probe_env.names[k]) != NULL ? "set" : "unset");
+	if (print_labels(p, &err) != 0)
+		goto fail;
+	fflush(stdout);
+	(void)snprintf(ready, sizeof(ready), "%s.ready", waitfile);
+	if (write_file(ready, "", &err) != 0)
+		goto fail;
+	for (i = 0; i < 1200 && stat(waitfile, &st) != 0; i++)
+		usleep(50000);
+	printf("again\n");
+	if (print_labels(p, &err) != 0)
+		goto fail;
+	kh_p11_close(p);
+	return 0;
+fail:
+	kh_p11_close(p);
+	return die(&err);
+}
+
 int
 main(int argc, char **argv)
 {
 	char **a;
 	int n;
 
-	if (argc > 2 && strcmp(argv[1], "-m") == 0) {
-		module = argv[2];
+	for (;;) {
+		if (argc > 2 && strcmp(argv[1], "-m") == 0) {
+			module = argv[2];
+		} else if (argc > 2 && strcmp(argv[1], "-e") == 0 && probe_env.n < KH_ENV_MAX &&
+			   strchr(argv[2], '=') != NULL) {
+			char *eq = strchr(argv[2], '=');
+
+			*eq = '\0';
+			probe_env_names[probe_env.n] = argv[2];
+			probe_env_values[probe_env.n++] = eq + 1;
+		} else {
+			break;
+		}
 		argv += 2;
 		argc -= 2;
 	}
@@ -437,5 +591,9 @@ main(int argc, char **argv)
 		return cmd_parse_uri(a[0]);
 	if (strcmp(argv[1], "pinfile") == 0 && n == 1)
 		return cmd_pinfile(a[0]);
+	if (strcmp(argv[1], "choose") == 0 && n >= 3 && n <= 6)
+		return cmd_choose(a, n);
+	if (strcmp(argv[1], "reinsert") == 0 && n == 1)
+		return cmd_reinsert(a[0]);
 	return usage();
 }

@@ -57,6 +57,52 @@ test_print(void **state)
 	free(text);
 }
 
+/* pkcs11.env, an issuer's own module and env, token.uri: printed, and the
+ * printout loads back to the same. */
+static void
+test_print_env_and_uri(void **state)
+{
+	struct fixture *fx = *state;
+	struct kh_policy_load_opts o = test_opts();
+	char *text = subst_dir(fx,
+		"version = 1;\n"
+		"pkcs11 = { module = \"@D@/module.so\";\n"
+		"  env = { PCSCLITE_CSOCK_NAME = \"/run/pcscd/pcscd.comm\"; OPENSC_CONF = \"/etc/o\\\"c\"; }; };\n"
+		"token = { uri = \"pkcs11:manufacturer=piv_II\"; };\n"
+		"trust = { ca_file = \"@D@/ca.pem\"; };\n"
+		"issuer = { key = \"pkcs11:token=host;object=issuer\"; module = \"@D@/mod2.so\";\n"
+		"  env = { TPM2_PKCS11_STORE = \"/var/lib/kubehsm/tpm\"; TSS2_LOG = \"all+NONE\"; };\n"
+		"  cert_file = \"@D@/issuer.pem\"; pin_file = \"@D@/issuer.pin\"; };\n");
+	char *mod2 = path_in(fx, "mod2.so");
+	struct kh_policy *p, *q;
+	char *out, *out2;
+	kh_error err;
+
+	write_file(mod2, "another module\n", 0644);
+	p = load_text(text, &err);
+	if (p == NULL)
+		print_error("%s\n", err.msg);
+	assert_non_null(p);
+	out = print_policy(p);
+	assert_non_null(strstr(out, "  env = {\n    PCSCLITE_CSOCK_NAME = \"/run/pcscd/pcscd.comm\";\n"
+				   "    OPENSC_CONF = \"/etc/o\\\"c\";\n  };\n"));
+	assert_non_null(strstr(out, "uri = \"pkcs11:manufacturer=piv_II\";"));
+	assert_non_null(strstr(out, "    TPM2_PKCS11_STORE = \"/var/lib/kubehsm/tpm\";\n"));
+	q = kh_policy_load_string(out, "test.conf", &o, &err);
+	if (q == NULL)
+		print_error("%s\n%s\n", err.msg, out);
+	assert_non_null(q);
+	out2 = print_policy(q);
+	assert_string_equal(out, out2);
+	assert_int_equal(q->issuers[0].env.n, 2);
+	kh_policy_free(q);
+	kh_policy_free(p);
+	free(out);
+	free(out2);
+	free(mod2);
+	free(text);
+}
+
 static void
 test_print_two_issuers_escapes(void **state)
 {
@@ -103,6 +149,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_print, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_print_env_and_uri, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_print_two_issuers_escapes, setup, teardown),
 	};
 

@@ -177,9 +177,14 @@ test_defaults(void **state)
 	if (p == NULL)
 		print_error("%s\n", err.msg);
 	assert_non_null(p);
-	assert_string_equal(p->token.label, "%u");
-	assert_string_equal(p->token.key_label, "kube");
+	/* The token is the one whose certificate maps to the user: nothing
+	 * narrows the search by default. */
+	assert_string_equal(p->token.uri, "");
+	assert_string_equal(p->token.label, "");
+	assert_string_equal(p->token.key_label, "");
 	assert_string_equal(p->token.key_id, "");
+	assert_int_equal(p->pkcs11.env.n, 0);
+	assert_int_equal(p->issuers[0].env.n, 0);
 	assert_string_equal(p->trust.crl_file, "");
 	assert_int_equal(p->trust.map, KH_MAP_CN);
 	assert_string_equal(p->identity.username, "%u");
@@ -205,8 +210,10 @@ test_every_value_set(void **state)
 	struct fixture *fx = *state;
 	char *text = subst_dir(fx,
 		"version = 1;\n"
-		"pkcs11 = { module = \"@D@/module.so\"; };\n"
-		"token = { label = \"card-%u\"; key_label = \"\"; key_id = \"A1b2\"; };\n"
+		"pkcs11 = { module = \"@D@/module.so\";\n"
+		"  env = { OPENSC_CONF = \"/etc/kubehsm/opensc.conf\"; TSS2_LOG = \"all+NONE\"; }; };\n"
+		"token = { uri = \"pkcs11:manufacturer=piv_II;slot-id=3;model=PKCS%2315%20emulated\";\n"
+		"  label = \"card-%u\"; key_label = \"\"; key_id = \"A1b2\"; };\n"
 		"trust = { ca_file = \"@D@/ca.pem\"; crl_file = \"@D@/crl.pem\"; map = \"upn\";\n"
 		"  domains = [ \"Corp.Example.COM\", \"example.org\" ]; };\n"
 		"identity = { username = \"oidc:%u\"; groups = ( \"static:devs\", \"cert:OU\" ); };\n"
@@ -223,6 +230,16 @@ test_every_value_set(void **state)
 	assert_non_null(p);
 	assert_string_equal(p->token.label, "card-%u");
 	assert_string_equal(p->token.key_label, "");
+	assert_string_equal(p->token.uri,
+			    "pkcs11:manufacturer=piv_II;slot-id=3;model=PKCS%2315%20emulated");
+	assert_int_equal(p->pkcs11.env.n, 2);
+	assert_string_equal(p->pkcs11.env.names[0], "OPENSC_CONF");
+	assert_string_equal(p->pkcs11.env.values[0], "/etc/kubehsm/opensc.conf");
+	assert_string_equal(p->pkcs11.env.names[1], "TSS2_LOG");
+	assert_string_equal(p->pkcs11.env.values[1], "all+NONE");
+	/* The issuer names pkcs11.module itself: it takes pkcs11.env too. */
+	assert_int_equal(p->issuers[0].env.n, 2);
+	assert_string_equal(p->issuers[0].env.names[1], "TSS2_LOG");
 	assert_int_equal(p->trust.ndomains, 2);
 	assert_string_equal(p->trust.domains[0], "corp.example.com");   /* lowered */
 	assert_string_equal(p->trust.domains[1], "example.org");
@@ -257,6 +274,7 @@ test_two_issuers(void **state)
 		"issuer = ( { id = \"prod\"; key = \"pkcs11:object=p\"; cert_file = \"@D@/issuer.pem\";\n"
 		"             pin_file = \"@D@/issuer.pin\"; key_type = \"ec-p384\"; },\n"
 		"           { id = \"stg-2.a_b\"; key = \"pkcs11:object=s\"; module = \"@D@/mod2.so\";\n"
+		"             env = { TPM2_PKCS11_STORE = \"/var/lib/kubehsm/tpm\"; };\n"
 		"             cert_file = \"@D@/issuer.pem\"; pin_file = \"@D@/issuer.pin\"; } );\n");
 	char *mod2 = path_in(fx, "mod2.so");
 	kh_error err;
@@ -271,6 +289,10 @@ test_two_issuers(void **state)
 	assert_string_equal(p->issuers[0].id, "prod");
 	assert_string_equal(p->issuers[0].module, p->pkcs11.module);
 	assert_string_equal(p->issuers[1].module, mod2);
+	assert_int_equal(p->issuers[0].env.n, 0);
+	assert_int_equal(p->issuers[1].env.n, 1);
+	assert_string_equal(p->issuers[1].env.names[0], "TPM2_PKCS11_STORE");
+	assert_string_equal(p->issuers[1].env.values[0], "/var/lib/kubehsm/tpm");
 	assert_int_equal(p->issuers[0].key_type, KH_KEY_EC_P384);
 	assert_int_equal(p->issuers[1].key_type, KH_KEY_EC_P256);
 	assert_ptr_equal(kh_policy_issuer(p, ""), &p->issuers[0]);
@@ -342,8 +364,28 @@ static const struct bad_case bad_cases[] = {
 	{ 10, "signer = { key = \"hsm\"; };", 10, "valid: session, token" },
 	/* cross-field rules */
 	{ 10, "signer = { key = \"token\"; };", 10, "needs session.cache_pin = true" },
-	{ 3, "token = { key_label = \"\"; key_id = \"\"; };", 3,
-	  "key_label and key_id are both empty" },
+	/* token.uri: a token URI, path attributes of a token only */
+	{ 3, "token = { uri = \"pkcs11:object=kube\"; };", 3,
+	  "token.uri: PKCS#11 URI: 'object' does not name a token" },
+	{ 3, "token = { uri = \"pkcs11:token=a?pin-value=1234\"; };", 3,
+	  "query attributes are not supported" },
+	{ 3, "token = { uri = \"pkcs11:slot-id=1x\"; };", 3, "'slot-id' must be a decimal" },
+	{ 3, "token = { uri = \"pkcs11:token=a;token=b\"; };", 3, "'token' given twice" },
+	{ 3, "token = { uri = \"pkcs11:model=%0a\"; };", 3, "control character" },
+	{ 3, "token = { uri = \"piv:card\"; };", 3, "is not a PKCS#11 URI" },
+	/* pkcs11.env: what modules read, never the loader's, bounded */
+	{ 2, "pkcs11 = { module = \"@D@/module.so\"; env = { LD_PRELOAD = \"/tmp/x.so\"; }; };", 2,
+	  "pkcs11.env: variable name 'LD_PRELOAD' is one of the dynamic loader's" },
+	{ 2, "pkcs11 = { module = \"@D@/module.so\"; env = { opensc_conf = \"/x\"; }; };", 2,
+	  "variable name 'opensc_conf' must be upper-case" },
+	{ 2, "pkcs11 = { module = \"@D@/module.so\"; env = { A = 1; }; };", 2,
+	  "pkcs11.env.A must be a string" },
+	{ 2, "pkcs11 = { module = \"@D@/module.so\"; env = { A = \"a\\tb\"; }; };", 2,
+	  "pkcs11.env.A contains a control character" },
+	{ 2, "pkcs11 = { module = \"@D@/module.so\"; env = \"A=b\"; };", 2,
+	  "pkcs11.env must be a group" },
+	{ 8, "  key_type = \"ec-p256\"; env = { A = \"b\"; }; };", 8,
+	  "issuer.env applies to issuer.module, which is not set" },
 	{ 3, "token = { key_id = \"xyz1\"; };", 3, "even number of hex digits" },
 	{ 3, "token = { key_id = \"abc\"; };", 3, "even number of hex digits" },
 	/* templates */
@@ -402,6 +444,10 @@ static const struct bad_case bad_texts[] = {
 	     "issuer = ( { id = \"this-id-is-far-too-long-for-a-key-desc\"; key = \"pkcs11:x\";\n"
 	     "  cert_file = \"@D@/issuer.pem\"; pin_file = \"@D@/issuer.pin\"; } );\n", 4,
 	  "must be 1 to 32 characters" },
+	/* at most 32 variables a module */
+	{ 0, "version = 1;\n"
+	     "pkcs11 = { module = \"@D@/module.so\";\n"
+	     "  env = { V0 = \"x\"; V1 = \"x\"; V2 = \"x\"; V3 = \"x\"; V4 = \"x\"; V5 = \"x\"; V6 = \"x\"; V7 = \"x\"; V8 = \"x\"; V9 = \"x\"; V10 = \"x\"; V11 = \"x\"; V12 = \"x\"; V13 = \"x\"; V14 = \"x\"; V15 = \"x\"; V16 = \"x\"; V17 = \"x\"; V18 = \"x\"; V19 = \"x\"; V20 = \"x\"; V21 = \"x\"; V22 = \"x\"; V23 = \"x\"; V24 = \"x\"; V25 = \"x\"; V26 = \"x\"; V27 = \"x\"; V28 = \"x\"; V29 = \"x\"; V30 = \"x\"; V31 = \"x\"; V32 = \"x\"; }; };\n", 3, "pkcs11.env has 33 variables; at most 32" },
 	/* named files */
 	{ 0, "version = 1;\n"
 	     "pkcs11 = { module = \"@D@/module.so\"; };\n"

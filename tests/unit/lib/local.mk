@@ -2,7 +2,9 @@
 lib_unit_tests = tests/unit/lib/test_exec_proto tests/unit/lib/test_signer_proto \
 	tests/unit/lib/test_base64 tests/unit/lib/test_sign \
 	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
-	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words
+	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words \
+	tests/unit/lib/test_p11_uri tests/unit/lib/test_env tests/unit/lib/test_p11_ui \
+	tests/unit/lib/test_token tests/unit/lib/test_opensc_conf
 check_PROGRAMS += $(lib_unit_tests)
 TESTS += $(lib_unit_tests)
 
@@ -69,3 +71,35 @@ tests_unit_lib_test_template_LDADD = $(unit_ldadd)
 tests_unit_lib_test_words_SOURCES = tests/unit/lib/test_words.c
 tests_unit_lib_test_words_CFLAGS = $(unit_cflags)
 tests_unit_lib_test_words_LDADD = $(unit_ldadd)
+
+# Token URIs (token.uri): what they may say, which tokens they leave out
+# (lib/kh_p11_uri, kh_p11_uri_mismatch).
+tests_unit_lib_test_p11_uri_SOURCES = tests/unit/lib/test_p11_uri.c
+tests_unit_lib_test_p11_uri_CFLAGS = $(unit_cflags) $(LIBP11_CFLAGS)
+tests_unit_lib_test_p11_uri_LDADD = $(unit_ldadd) $(CRYPTO_LIBS) $(LIBP11_LIBS)
+
+# pkcs11.env set around a module's initialisation and put back exactly
+# (lib/kh_env).
+tests_unit_lib_test_env_SOURCES = tests/unit/lib/test_env.c
+tests_unit_lib_test_env_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_env_LDADD = $(unit_ldadd)
+
+# What answers a context-specific login: the login's PIN or nothing, never
+# a terminal (lib/kh_p11_ui).
+tests_unit_lib_test_p11_ui_SOURCES = tests/unit/lib/test_p11_ui.c
+tests_unit_lib_test_p11_ui_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_p11_ui_LDADD = $(unit_ldadd) $(CRYPTO_LIBS)
+
+# The user's token found by its certificate (lib/kh_token): a fake token
+# list (ld --wrap), real certificates and validation.
+tests_unit_lib_test_token_SOURCES = tests/unit/lib/test_token.c
+tests_unit_lib_test_token_CFLAGS = $(unit_cflags) $(LIBP11_CFLAGS)
+tests_unit_lib_test_token_LDFLAGS = -Wl,--wrap=kh_p11_list_tokens -Wl,--wrap=kh_p11_use_token \
+	-Wl,--wrap=kh_p11_read_certs
+tests_unit_lib_test_token_LDADD = $(unit_ldadd) $(CRYPTO_LIBS) $(LIBP11_LIBS)
+
+# Whether an opensc.conf resets a card at disconnect, read as OpenSC reads
+# it (lib/kh_opensc_conf).
+tests_unit_lib_test_opensc_conf_SOURCES = tests/unit/lib/test_opensc_conf.c
+tests_unit_lib_test_opensc_conf_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_opensc_conf_LDADD = $(unit_ldadd)

@@ -785,7 +785,8 @@ test_uri_parse(void **state)
 		"pkcs11:object=issuer",                         /* no token */
 		"pkcs11:token=host",                            /* no key */
 		"pkcs11:token=host;object=a;object=b",           /* twice */
-		"pkcs11:token=host;object=a;slot-id=1",          /* unknown */
+		"pkcs11:token=host;object=a;library-version=1",  /* unknown */
+		"pkcs11:token=host;object=a;slot-id=x1",         /* not decimal */
 		"pkcs11:token=host;object=a?pin-value=1234",    /* query */
 		"pkcs11:token=host;object=%4",                   /* bad escape */
 		"pkcs11:token=host;object=%zz",

@@ -33,6 +33,7 @@
 #include "tests/unit/pam/fakes.h"
 
 struct fake_token fake_token;
+struct fake_others fake_others;
 struct fake_cache fake_cache;
 
 static char test_dir[64];
@@ -98,13 +99,15 @@ struct kh_p11 *__wrap_kh_pam_open_token_module(pam_handle_t *pamh,
 					       const struct kh_policy *policy,
 					       const char *user, uid_t uid, gid_t gid,
 					       int *forwarded, kh_error *err);
-int __wrap_kh_p11_find_token(struct kh_p11 *p, const char *label,
-			     struct kh_p11_token_info *info, kh_error *err);
-int __wrap_kh_p11_find_cert(struct kh_p11 *p, const char *key_label, const char *key_id,
-			    X509 **cert, kh_error *err);
+int __wrap_kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n,
+			      kh_error *err);
+int __wrap_kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err);
+int __wrap_kh_p11_refresh_token(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err);
 int __wrap_kh_x509_validate(X509 *cert, const char *ca_file, const char *crl_file,
 			    time_t now, kh_error *err);
 int __wrap_kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err);
+int __wrap_kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
+				 const char *key_label, EVP_PKEY **key, kh_error *err);
 int __wrap_kh_p11_find_key(struct kh_p11 *p, const char *key_label, const char *key_id,
 			   EVP_PKEY **key, kh_error *err);
 void __wrap_kh_p11_close(struct kh_p11 *p);
@@ -122,27 +125,74 @@ __wrap_kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *op
 	return (struct kh_p11 *)(void *)&fake_module;
 }
 
-int
-__wrap_kh_p11_find_token(struct kh_p11 *p, const char *label,
-			 struct kh_p11_token_info *info, kh_error *err)
+static void
+fake_describe(struct kh_p11_token *t, size_t index, const char *label, const char *serial,
+	      unsigned flags, X509 *cert)
 {
+	t->index = index;
+	t->slot_id = index;
+	t->present = t->initialized = true;
+	assert_non_null(t->slot_description = strdup("fake reader"));
+	assert_non_null(t->slot_manufacturer = strdup("fake"));
+	assert_non_null(t->label = strdup(label));
+	assert_non_null(t->manufacturer = strdup("fake"));
+	assert_non_null(t->model = strdup("fake"));
+	assert_non_null(t->serial = strdup(serial));
+	t->pin_flags = flags;
+	assert_non_null(t->certs = calloc(1, sizeof(*t->certs)));
+	assert_int_equal(X509_up_ref(cert), 1);
+	t->certs[0].x509 = cert;
+	assert_non_null(t->certs[0].label = strdup("kube"));
+	t->certs[0].id[0] = 0x01;
+	t->certs[0].id_len = 1;
+	t->ncerts = 1;
+	t->certs_read = true;
+}
+
+/* The user's token (fake_token), then the others (fake_others). */
+int
+__wrap_kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n,
+			  kh_error *err)
+{
+	size_t count = (fake_token.label != NULL) + fake_others.n, i = 0;
+	struct kh_p11_token *t;
+
 	assert_ptr_equal(p, &fake_module);
-	if (fake_token.label == NULL || strcmp(label, fake_token.label) != 0)
-		return kh_fail(err, KH_ERR_NOTFOUND, "no token labelled '%s'", label);
-	info->label = strdup(fake_token.label);
-	info->serial = strdup(fake_token.serial);
-	assert_non_null(info->label);
-	assert_non_null(info->serial);
-	info->pin_flags = fake_token.pin_flags;
+	fake_token.lists++;
+	*tokens = NULL;
+	*n = 0;
+	if (count == 0)
+		return 0;
+	assert_non_null(t = calloc(count, sizeof(*t)));
+	if (fake_token.label != NULL) {
+		fake_describe(&t[i], i, fake_token.label, fake_token.serial,
+			      fake_token.pin_flags, fake_token.cert);
+		i++;
+	}
+	for (size_t j = 0; j < fake_others.n; j++, i++)
+		fake_describe(&t[i], i, fake_others.t[j].label, fake_others.t[j].serial, 0,
+			      fake_others.t[j].cert);
+	*tokens = t;
+	*n = count;
 	return 0;
 }
 
 int
-__wrap_kh_p11_find_cert(struct kh_p11 *p, const char *key_label, const char *key_id,
-			X509 **cert, kh_error *err)
+__wrap_kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err)
 {
-	assert_int_equal(X509_up_ref(fake_token.cert), 1);
-	*cert = fake_token.cert;
+	assert_ptr_equal(p, &fake_module);
+	fake_token.used = strcmp(t->label, fake_token.label != NULL ? fake_token.label : "") == 0;
+	if (!fake_token.used)
+		fail_msg("a token that is not the user's was selected for login: '%s'", t->label);
+	return 0;
+}
+
+/* The flags as the token reports them after a wrong PIN. */
+int
+__wrap_kh_p11_refresh_token(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
+{
+	assert_ptr_equal(p, &fake_module);
+	t->pin_flags = fake_token.pin_flags;
 	return 0;
 }
 
@@ -160,6 +210,7 @@ int
 __wrap_kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 {
 	assert_non_null(pin);
+	assert_true(fake_token.used);
 	if (fake_token.pin_flags & KH_P11_PIN_LOCKED)
 		return kh_fail(err, KH_ERR_LOCKED, "token '%s' is locked", fake_token.label);
 	assert_true(fake_token.ntried < FAKE_TRIES_MAX);
@@ -171,12 +222,22 @@ __wrap_kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 }
 
 int
-__wrap_kh_p11_find_key(struct kh_p11 *p, const char *key_label, const char *key_id,
-		       EVP_PKEY **key, kh_error *err)
+__wrap_kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
+			     const char *key_label, EVP_PKEY **key, kh_error *err)
 {
+	assert_int_equal(id_len, 1);
+	assert_int_equal(id[0], 0x01);
 	assert_int_equal(EVP_PKEY_up_ref(fake_token.key), 1);
 	*key = fake_token.key;
 	return 0;
+}
+
+int
+__wrap_kh_p11_find_key(struct kh_p11 *p, const char *key_label, const char *key_id,
+		       EVP_PKEY **key, kh_error *err)
+{
+	fail_msg("the key is found by its certificate's CKA_ID, not by label");
+	return -1;
 }
 
 void
@@ -393,6 +454,7 @@ fakes_setup(void **state)
 	fakepam_reset();
 	memset(&fake_cache, 0, sizeof(fake_cache));
 	memset(&fake_token, 0, sizeof(fake_token));
+	memset(&fake_others, 0, sizeof(fake_others));
 	fake_token.label = FAKE_USER;
 	fake_token.serial = "0001";
 	fake_token.pin = FAKE_PIN;
@@ -413,6 +475,8 @@ fakes_teardown(void **state)
 		free(fake_token.tried[i]);
 	X509_free(fake_token.cert);
 	EVP_PKEY_free(fake_token.key);
+	for (size_t i = 0; i < fake_others.n; i++)
+		X509_free(fake_others.t[i].cert);
 	remove_tree(test_dir);
 	fakepam_reset();
 	return 0;

@@ -39,9 +39,25 @@ struct fake_token {
 	char *tried[FAKE_TRIES_MAX];  /* every PIN C_Login was given, in order */
 	size_t ntried;
 	int opens, closes;
+	int lists;                /* slot listings (kh_p11_list_tokens) */
+	bool used;                /* selected for login (kh_p11_use_token) */
 };
 
 extern struct fake_token fake_token;
+
+/* Other tokens the module shows, after the user's: never to be logged in
+ * to (selecting one for login fails the test). */
+#define FAKE_OTHERS_MAX 4
+struct fake_others {
+	struct {
+		const char *label;
+		const char *serial;
+		X509 *cert;       /* owned: freed by fakes_teardown */
+	} t[FAKE_OTHERS_MAX];
+	size_t n;
+};
+
+extern struct fake_others fake_others;
 
 /* A self-signed certificate whose subject is the attribute/value pairs
  * given ("CN", "alice", "O", "team-a", ..., NULL); its key in *key unless

@@ -28,9 +28,10 @@ tests_unit_pam_libpamfakes_la_SOURCES = tests/unit/pam/fakes.c tests/unit/pam/fa
 tests_unit_pam_libpamfakes_la_CFLAGS = $(pam_unit_cflags)
 
 pam_unit_wraps = $(fakepam_ldflags) \
-	-Wl,--wrap=kh_pam_open_token_module -Wl,--wrap=kh_p11_find_token \
-	-Wl,--wrap=kh_p11_find_cert -Wl,--wrap=kh_x509_validate \
-	-Wl,--wrap=kh_p11_login -Wl,--wrap=kh_p11_find_key -Wl,--wrap=kh_p11_close \
+	-Wl,--wrap=kh_pam_open_token_module -Wl,--wrap=kh_p11_list_tokens \
+	-Wl,--wrap=kh_p11_use_token -Wl,--wrap=kh_p11_refresh_token \
+	-Wl,--wrap=kh_x509_validate -Wl,--wrap=kh_p11_login \
+	-Wl,--wrap=kh_p11_find_key_by_id -Wl,--wrap=kh_p11_find_key -Wl,--wrap=kh_p11_close \
 	-Wl,--wrap=kh_cache_list -Wl,--wrap=kh_cache_login \
 	-Wl,--wrap=kh_cache_login_count -Wl,--wrap=kh_cache_logout \
 	-Wl,--wrap=kh_rundir_sub -Wl,--wrap=kh_rundir_file -Wl,--wrap=kh_policy_load
@@ -52,9 +53,13 @@ pam_unit_ldadd = pam/pam_kubehsm_la-pam_kubehsm.lo pam/libkh-pam.la \
 #   test_groups   kube groups: cert:, unix:, static:, allow/deny, the limit
 #   test_log      log lines, the account, the policy, the login state, a
 #                 whole login with no secret anywhere
+#   test_select   the user's token found by its certificate among others'
+#                 (never selected, never offered a PIN), two of hers refused
+#                 and said, a renewal with another certificate refused
+#                 before the PIN
 pam_unit_tests = tests/unit/pam/test_options tests/unit/pam/test_prompt \
 	tests/unit/pam/test_session tests/unit/pam/test_handoff \
-	tests/unit/pam/test_groups tests/unit/pam/test_log
+	tests/unit/pam/test_groups tests/unit/pam/test_log tests/unit/pam/test_select
 check_PROGRAMS += $(pam_unit_tests)
 TESTS += $(pam_unit_tests)
 tests_unit_pam_test_options_CFLAGS = $(pam_unit_cflags)
@@ -75,3 +80,6 @@ tests_unit_pam_test_groups_LDADD = $(pam_unit_ldadd)
 tests_unit_pam_test_log_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_log_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_log_LDADD = $(pam_unit_ldadd)
+tests_unit_pam_test_select_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_select_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_select_LDADD = $(pam_unit_ldadd)

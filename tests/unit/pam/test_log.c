@@ -228,7 +228,10 @@ t_whole_login_without_secrets(void **state)
 
 	assert_int_equal(pam_sm_authenticate(pamh, 0, 2, argv), PAM_SUCCESS);
 	fakepam_expect_log(FAKEPAM_LOG(
-		{ LOG_DEBUG, "user 'alice': token 'alice' serial '0001' pin flags 0x0" },
+		{ LOG_DEBUG, "user 'alice': token 'alice' (serial 0001, slot 0) certificate 1: "
+			     "the user's (maps to alice)" },
+		{ LOG_DEBUG, "user 'alice': token 'alice' serial '0001' slot 0, certificate 1 "
+			     "of 1, pin flags 0x0" },
 		{ LOG_INFO, "user 'alice': authenticated with token 'alice' (serial 0001)" }));
 	assert_non_null(kh_pam_login_get(pamh));
 	assert_null(kh_pam_login_get(pamh)->pin);      /* session.cache_pin is false */

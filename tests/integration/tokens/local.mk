@@ -1,0 +1,10 @@
+# Real tokens (issue #22): PIV cards on a private pcscd with vsmartcard's
+# vpcd and an SP 800-73-4 emulator (tests/harness/pcsc.sh, piv_card.py),
+# through OpenSC and Yubico's ykcs11, and a TPM 2.0 (swtpm + tpm2-abrmd +
+# tpm2-pkcs11, tests/harness/tpm.sh); one pcscd or one TPM per test file.
+TESTS += tests/integration/tokens/piv.sh tests/integration/tokens/ykcs11.sh \
+	tests/integration/tokens/tpm.sh tests/integration/tokens/piv_logins.sh
+EXTRA_DIST += tests/integration/tokens/piv.sh tests/integration/tokens/ykcs11.sh \
+	tests/integration/tokens/tpm.sh tests/integration/tokens/tokens_common.sh \
+	tests/harness/pcsc.sh tests/harness/piv_card.py tests/harness/pcsc_client.py \
+	tests/harness/tpm.sh
