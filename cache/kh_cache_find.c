@@ -56,8 +56,8 @@ note_miss(struct lookup *lk, enum kh_cache_miss m, const kh_error *why)
 		lk->why = *why;
 }
 
-static int
-keyring_unsupported(int e)
+int
+kh_cache_keyring_unsupported(int e)
 {
 	return e == ENOSYS || e == EPERM || e == EOPNOTSUPP;
 }
@@ -126,7 +126,7 @@ search_ring(key_serial_t ring, const char *desc, accept_fn accept, void *ctx,
 	kh_error why;
 
 	if (key < 0) {
-		if (keyring_unsupported(errno)) {
+		if (kh_cache_keyring_unsupported(errno)) {
 			lk->fatal_errno = errno;
 			return -1;
 		}
@@ -423,9 +423,8 @@ kh_cache_find_pin(const char *issuer_id, char **pin, kh_error *err)
 
 /* ---- the user ending their own session ------------------------------------- */
 
-/* Invalidate every own key `desc` the caller reaches.  Returns how many. */
-static int
-drop_own(const char *desc)
+int
+kh_cache_drop_own(const char *desc)
 {
 	static const key_serial_t rings[] = { KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING };
 	int dropped = 0;
@@ -456,59 +455,5 @@ kh_cache_drop_pin(const char *issuer_id)
 	if (kh_record_description("pin", issuer_id ? issuer_id : "", desc, sizeof(desc),
 				  NULL) != 0)
 		return 0;
-	return drop_own(desc);
-}
-
-/* The caller's account name for its marker, or NULL (no marker then). */
-static const char *
-own_account(char *buf, size_t size, struct passwd *pw)
-{
-	struct passwd *found = NULL;
-
-	if (getpwuid_r(getuid(), pw, buf, size, &found) != 0 || found == NULL)
-		return NULL;
-	return found->pw_name;
-}
-
-int
-kh_cache_revoke_own(const char *issuer_id, kh_error *err)
-{
-	char desc[KH_DESC_MAX], payload[KH_MARKER_MAX], pwbuf[4096];
-	struct passwd pw;
-	key_serial_t key;
-	int n;
-
-	if (issuer_id == NULL)
-		issuer_id = "";
-	if (kh_record_description("session", issuer_id, desc, sizeof(desc), err) != 0)
-		return -1;
-	errno = 0;
-	if (keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0) < 0 &&
-	    keyring_unsupported(errno))
-		return kh_cache_keyring_fail(err, errno, "searching the keyring");
-	n = drop_own(desc);
-	if (kh_record_description("pin", issuer_id, desc, sizeof(desc), NULL) == 0)
-		(void)drop_own(desc);
-	if (n == 0)
-		return 0;
-	/* The marker is the user's own key, informational only. */
-	if (kh_record_description("ended", issuer_id, desc, sizeof(desc), NULL) == 0) {
-		int len = kh_cache_marker_format(payload, sizeof(payload), kh_cache_now(),
-						 own_account(pwbuf, sizeof(pwbuf), &pw));
-
-		/* Made in the process keyring, which this process possesses, so
-		 * it can be made read-only like root's markers (readers take no
-		 * other) before it goes into the user keyring — reached there by
-		 * serial, a key the user does not possess grants them only what
-		 * its user bits say. */
-		key = len < 0 ? -1 : add_key("user", desc, payload, (size_t)len,
-					     KEY_SPEC_PROCESS_KEYRING);
-		if (key >= 0) {
-			if (keyctl_set_timeout(key, KH_ENDED_MIN_TIMEOUT * 60) == 0 &&
-			    keyctl_setperm(key, KH_CACHE_PERM) == 0)
-				(void)keyctl_link(key, KEY_SPEC_USER_KEYRING);
-			(void)keyctl_unlink(key, KEY_SPEC_PROCESS_KEYRING);
-		}
-	}
-	return 1;
+	return kh_cache_drop_own(desc);
 }

@@ -83,8 +83,16 @@ int kh_cache_lookup(const char *issuer_id, enum kh_record_take take,
 const char *kh_cache_desc_issuer(const char *desc, const char *kind);
 
 /* The calling user ends their own session (kubehsm logout): every own key
- * of issuer_id they reach is invalidated.  1 ended, 0 none, -1 error. */
+ * of issuer_id they reach is invalidated.  1 ended, 0 none, -1 error.
+ * (kh_cache_account.c: the marker it leaves names the account.) */
 int kh_cache_revoke_own(const char *issuer_id, kh_error *err);
+
+/* Invalidate every own key `desc` the caller reaches.  Returns how many. */
+int kh_cache_drop_own(const char *desc);
+
+/* Does errno e say the kernel has no keyrings for us (no such call, or a
+ * seccomp filter)? */
+int kh_cache_keyring_unsupported(int e);
 
 /* Parse keyctl_describe's "type;uid;gid;perm;description" for a "user"
  * key; desc may be NULL.  0, or -1 when the text is not that.  Uses no
