@@ -142,6 +142,9 @@ relay_alive
 ok $? "the relay runs on"
 
 # --- a user holding every user.sock slot cannot block root --------------------
+# The kernel completes a connect() before the relay accepts it, so what the
+# user holds is counted once the relay has caught up (two polls agree), and
+# before its 1 s idle limit closes the ones it kept.
 cat >"$KH_TMP/ctlflood.py" <<EOF
 import socket, time
 socks = []
@@ -153,7 +156,15 @@ for i in range(200):
     except OSError:
         pass
 from khalive import alive
-print("held", sum(alive(s) for s in socks), flush=True)
+start, last, held = time.monotonic(), None, None
+while time.monotonic() - start < 0.8:
+    n = sum(alive(s) for s in socks)
+    if n == last:
+        held = n
+        break
+    last = n
+    time.sleep(0.02)
+print("connected", len(socks), "held", held if held is not None else last, flush=True)
 open("$KH_TMP/ctlflood/ready", "w").close()
 time.sleep(30)
 EOF
@@ -162,7 +173,8 @@ timeout 60 setpriv --reuid="$(id -u "$eve")" --regid="$(id -g "$eve")" --init-gr
 	env PYTHONPATH="$KH_TMP/py" $PY "$KH_TMP/ctlflood.py" >"$KH_TMP/ctlflood.out" 2>&1 &
 FLOOD=$!
 for i in $(seq 1 100); do [ -e "$KH_TMP/ctlflood/ready" ] && break; sleep 0.1; done
-is "$(cat "$KH_TMP/ctlflood.out")" "held 4" "a user opening 200 user.sock connections holds 4 (the per-uid cap)"
+like "$(cat "$KH_TMP/ctlflood.out")" "^connected ([5-9]|[1-9][0-9]+) held [1-4]\$" \
+	"a user opening 200 user.sock connections holds at most 4 (the per-uid cap)"
 t0=$(date +%s%N)
 run env KUBEHSM_CONFIG="$RELAY_CONF" "$KUBEHSM" admin revoke "$mallory"
 t1=$(date +%s%N)
