@@ -448,22 +448,6 @@ json_slot(struct view *v, size_t i)
 	return o;
 }
 
-static const char *
-outcome_word(enum kh_token_outcome o)
-{
-	switch (o) {
-	case KH_TOKEN_CHOSEN:
-		return "chosen";
-	case KH_TOKEN_NONE:
-		return "none";
-	case KH_TOKEN_AMBIGUOUS:
-		return "ambiguous";
-	case KH_TOKEN_REJECTED:
-		return "rejected";
-	}
-	return "?";
-}
-
 static int
 print_json(struct view *v, const char *warning)
 {
@@ -483,7 +467,7 @@ print_json(struct view *v, const char *warning)
 	json_object_set_new(o, "env", env);
 	json_object_set_new(o, "user", json_string(v->user));
 	json_object_set_new(o, "slots", slots);
-	verdict = json_pack("{s:s,s:s}", "outcome", outcome_word(v->choice.outcome),
+	verdict = json_pack("{s:s,s:s}", "outcome", kh_token_outcome_word(v->choice.outcome),
 			    "message", v->rc == 0 ? "" : v->why.msg);
 	if (v->rc == 0) {
 		json_object_set_new(verdict, "token", json_string(t->label));

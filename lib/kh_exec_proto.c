@@ -313,22 +313,21 @@ kh_exec_status(const char *stamp, const char *cert_pem, json_t *key, kh_error *e
 	return status;
 }
 
-int
-kh_exec_response_encode(enum kh_exec_api api, time_t expiry,
-                        const char *cert_pem, const char *key_pem,
-                        char **out, size_t *out_len, kh_error *err)
+/*
+ * The ExecCredential for a session as one compact JSON line, with an
+ * apiVersion member first when version is not NULL (the pre-rendered
+ * answer has none: the reader puts its own prefix in front).
+ */
+static int
+kh_exec_credential_dump(const char *version, time_t expiry, const char *cert_pem,
+                        const char *key_pem, char **out, size_t *out_len, kh_error *err)
 {
-	const char *version = kh_exec_api_version(api);
 	char stamp[32];
 	json_t *root = NULL, *key = NULL, *status;
 	int rc = -1;
 
-	if (out == NULL || out_len == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "kh_exec_response_encode: missing argument");
 	*out = NULL;
 	*out_len = 0;
-	if (version == NULL)
-		return kh_fail(err, KH_ERR_INPUT, "no apiVersion to answer with");
 	if (cert_pem == NULL || cert_pem[0] == '\0' || key_pem == NULL || key_pem[0] == '\0')
 		return kh_fail(err, KH_ERR_INPUT, "the session has no certificate or key");
 	if (kh_format_rfc3339(expiry, stamp, sizeof(stamp), err) < 0)
@@ -345,7 +344,8 @@ kh_exec_response_encode(enum kh_exec_api api, time_t expiry,
 		goto out;
 	root = json_object();
 	if (root == NULL ||
-	    json_object_set_new(root, "apiVersion", json_string(version)) != 0 ||
+	    (version != NULL &&
+	     json_object_set_new(root, "apiVersion", json_string(version)) != 0) ||
 	    json_object_set_new(root, "kind", json_string("ExecCredential")) != 0 ||
 	    json_object_set_new(root, "status", status) != 0) {
 		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
@@ -357,6 +357,22 @@ out:
 	kh_json_wipe_string(key);
 	json_decref(key);
 	return rc;
+}
+
+int
+kh_exec_response_encode(enum kh_exec_api api, time_t expiry,
+                        const char *cert_pem, const char *key_pem,
+                        char **out, size_t *out_len, kh_error *err)
+{
+	const char *version = kh_exec_api_version(api);
+
+	if (out == NULL || out_len == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "kh_exec_response_encode: missing argument");
+	*out = NULL;
+	*out_len = 0;
+	if (version == NULL)
+		return kh_fail(err, KH_ERR_INPUT, "no apiVersion to answer with");
+	return kh_exec_credential_dump(version, expiry, cert_pem, key_pem, out, out_len, err);
 }
 
 /* ================================================== the pre-rendered answer */
@@ -476,34 +492,11 @@ int
 kh_exec_answer_render(time_t expiry, const char *cert_pem, const char *key_pem,
                       char **out, size_t *out_len, kh_error *err)
 {
-	char stamp[32];
-	json_t *root = NULL, *key = NULL, *status;
-	int rc = -1;
+	int rc;
 
 	if (out == NULL || out_len == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "kh_exec_answer_render: missing argument");
-	*out = NULL;
-	*out_len = 0;
-	if (cert_pem == NULL || cert_pem[0] == '\0' || key_pem == NULL || key_pem[0] == '\0')
-		return kh_fail(err, KH_ERR_INPUT, "the session has no certificate or key");
-	if (kh_format_rfc3339(expiry, stamp, sizeof(stamp), err) < 0)
-		return -1;
-	/* As in kh_exec_response_encode: our reference to the key string lets
-	 * its buffer be wiped once the tree is gone. */
-	key = json_string(key_pem);
-	if (key == NULL)
-		return kh_fail(err, KH_ERR_INPUT, "the session key is not valid text");
-	status = kh_exec_status(stamp, cert_pem, key, err);
-	if (status == NULL)
-		goto out;
-	root = json_object();
-	if (root == NULL ||
-	    json_object_set_new(root, "kind", json_string("ExecCredential")) != 0 ||
-	    json_object_set_new(root, "status", status) != 0) {
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		goto out;
-	}
-	rc = kh_json_dump_line(root, out, out_len, err);
+	rc = kh_exec_credential_dump(NULL, expiry, cert_pem, key_pem, out, out_len, err);
 	/* The reader serves only this exact shape: a chain or key that is not
 	 * plain PEM fails here, at login, and not on every kubectl run. */
 	if (rc == 0 && kh_exec_answer_check(*out, *out_len, expiry, NULL) != 0) {
@@ -513,10 +506,6 @@ kh_exec_answer_render(time_t expiry, const char *cert_pem, const char *key_pem,
 		rc = kh_fail(err, KH_ERR_INPUT, "the session certificate chain or key is not "
 		             "plain PEM text");
 	}
-out:
-	json_decref(root);
-	kh_json_wipe_string(key);
-	json_decref(key);
 	return rc;
 }
 

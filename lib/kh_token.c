@@ -382,3 +382,19 @@ kh_token_find_cert(struct kh_p11 *p, const struct kh_p11_uri *uri, X509 *cert,
 	c->outcome = KH_TOKEN_CHOSEN;
 	return kh_p11_use_token(p, &c->tokens[c->token], err);
 }
+
+const char *
+kh_token_outcome_word(enum kh_token_outcome o)
+{
+	switch (o) {
+	case KH_TOKEN_CHOSEN:
+		return "chosen";
+	case KH_TOKEN_NONE:
+		return "none";
+	case KH_TOKEN_AMBIGUOUS:
+		return "ambiguous";
+	case KH_TOKEN_REJECTED:
+		return "rejected";
+	}
+	return "?";
+}

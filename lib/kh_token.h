@@ -89,6 +89,9 @@ enum kh_token_outcome {
 				 * the token token.label names holds another's */
 };
 
+/* "chosen", "none", "ambiguous" or "rejected" (kubehsm token --json). */
+const char *kh_token_outcome_word(enum kh_token_outcome o);
+
 /* The module's tokens, what each is to the user, and the choice. */
 struct kh_token_choice {
 	struct kh_p11_token *tokens;

@@ -417,22 +417,6 @@ map_rule(const char *map)
 	return KH_MAP_CN;
 }
 
-static const char *
-outcome_name(enum kh_token_outcome o)
-{
-	switch (o) {
-	case KH_TOKEN_CHOSEN:
-		return "chosen";
-	case KH_TOKEN_NONE:
-		return "none";
-	case KH_TOKEN_AMBIGUOUS:
-		return "ambiguous";
-	case KH_TOKEN_REJECTED:
-		return "rejected";
-	}
-	return "?";
-}
-
 static int
 cmd_choose(char **a, int n)
 {
@@ -460,7 +444,7 @@ cmd_choose(char **a, int n)
 	tick();
 	rc = kh_token_choose(p, &r, a[0], &c, &err);
 	tock("choose");
-	printf("outcome=%s\ntokens=%zu\n", outcome_name(c.outcome), c.ntokens);
+	printf("outcome=%s\ntokens=%zu\n", kh_token_outcome_word(c.outcome), c.ntokens);
 	if (rc != 0)
 		goto out;
 	cert = kh_token_chosen_cert(&c);
