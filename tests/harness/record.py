@@ -24,7 +24,12 @@ PARTS = ("exec", "chain", "token_cert")
 
 
 def stamp(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 for t; for a t no calendar holds (a forged 2**63), a text
+    kubehsm never writes, so the reader refuses the record either way."""
+    try:
+        return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError, OSError):
+        return "out of range"
 
 
 def render(expires, chain, key):
