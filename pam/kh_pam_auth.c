@@ -210,7 +210,7 @@ fwd_start(struct auth_ctx *c, kh_error *err)
 			    memcmp(c->hello.cert_der, first.cert_der, first.cert_len) == 0;
 
 		kh_fwd_hello_clear(&first);
-		if (c->fwd != NULL && !same) {
+		if (c->fwd != NULL && c->hello.code == KH_OK && !same) {
 			kh_fail(err, KH_ERR_REFUSED, "the forwarded token changed between two "
 				"PIN tries; refused");
 			return NULL;
