@@ -29,7 +29,7 @@
  * an OpenSSL error whose library is ERR_get_CKR_code() and whose reason is
  * the CK_RV (the values are the standard's, from <p11-kit/pkcs11.h>).
  */
-#define KH_CHALLENGE_LEN 32
+
 /* More private keys than this with one CKA_ID is a token we do not understand. */
 #define KH_KEYS_PER_ID 8
 
@@ -829,31 +829,27 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 }
 
 int
-kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
+kh_p11_sign_challenge(EVP_PKEY *key, const unsigned char *challenge, size_t len,
+		      unsigned char **sig, size_t *siglen, kh_error *err)
 {
-	unsigned char challenge[KH_CHALLENGE_LEN];
-	unsigned char *sig = NULL;
-	size_t siglen = 0;
 	EVP_MD_CTX *md = NULL;
-	EVP_PKEY *pub;
-	int rc = -1, v;
+	unsigned char *out = NULL;
+	size_t n = 0;
+	int rc = -1;
 
-	if (key == NULL || cert == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "proof of possession needs a key and a certificate");
-	pub = X509_get0_pubkey(cert);
-	if (pub == NULL)
-		return kh_fail_ssl(err, KH_ERR_REFUSED, "the certificate's public key cannot be read");
-	if (RAND_bytes(challenge, sizeof(challenge)) != 1)
-		return kh_fail_ssl(err, KH_ERR_INTERNAL, "no random bytes for the challenge");
+	*sig = NULL;
+	*siglen = 0;
+	if (key == NULL || challenge == NULL || len == 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "nothing to sign the challenge with");
 	ERR_clear_error();
 	md = EVP_MD_CTX_new();
 	if (md == NULL || EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
-	    EVP_DigestSign(md, NULL, &siglen, challenge, sizeof(challenge)) != 1) {
+	    EVP_DigestSign(md, NULL, &n, challenge, len) != 1) {
 		kh_fail_ssl(err, KH_ERR_TOKEN, "the token cannot sign");
 		goto out;
 	}
-	sig = OPENSSL_malloc(siglen);
-	if (sig == NULL || EVP_DigestSign(md, sig, &siglen, challenge, sizeof(challenge)) != 1) {
+	out = OPENSSL_malloc(n);
+	if (out == NULL || EVP_DigestSign(md, out, &n, challenge, len) != 1) {
 		if (kh_p11_token_gone(kh_p11_last_ckr())) {
 			ERR_clear_error();
 			kh_fail(err, KH_ERR_NOTFOUND, "the token was removed while signing");
@@ -862,14 +858,38 @@ kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
 		}
 		goto out;
 	}
+	*sig = out;
+	*siglen = n;
+	out = NULL;
+	rc = 0;
+out:
 	EVP_MD_CTX_free(md);
+	OPENSSL_free(out);
+	return rc;
+}
+
+int
+kh_p11_verify_challenge(X509 *cert, const unsigned char *challenge, size_t len,
+			const unsigned char *sig, size_t siglen, kh_error *err)
+{
+	EVP_MD_CTX *md = NULL;
+	EVP_PKEY *pub;
+	int rc = -1;
+
+	if (cert == NULL || challenge == NULL || len == 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "proof of possession needs a certificate "
+			       "and a challenge");
+	pub = X509_get0_pubkey(cert);
+	if (pub == NULL)
+		return kh_fail_ssl(err, KH_ERR_REFUSED, "the certificate's public key cannot be read");
+	ERR_clear_error();
 	md = EVP_MD_CTX_new();
 	if (md == NULL || EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, pub) != 1) {
 		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot set up signature verification");
 		goto out;
 	}
-	v = EVP_DigestVerify(md, sig, siglen, challenge, sizeof(challenge));
-	if (v != 1) {
+	if (sig == NULL || siglen == 0 ||
+	    EVP_DigestVerify(md, sig, siglen, challenge, len) != 1) {
 		kh_fail(err, KH_ERR_AUTH,
 			"proof of possession failed: the token key does not match the certificate");
 		ERR_clear_error();
@@ -878,6 +898,26 @@ kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
 	rc = 0;
 out:
 	EVP_MD_CTX_free(md);
+	return rc;
+}
+
+int
+kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
+{
+	unsigned char challenge[KH_CHALLENGE_LEN];
+	unsigned char *sig = NULL;
+	size_t siglen = 0;
+	int rc;
+
+	if (key == NULL || cert == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "proof of possession needs a key and a certificate");
+	if (X509_get0_pubkey(cert) == NULL)
+		return kh_fail_ssl(err, KH_ERR_REFUSED, "the certificate's public key cannot be read");
+	if (RAND_bytes(challenge, sizeof(challenge)) != 1)
+		return kh_fail_ssl(err, KH_ERR_INTERNAL, "no random bytes for the challenge");
+	if (kh_p11_sign_challenge(key, challenge, sizeof(challenge), &sig, &siglen, err) != 0)
+		return -1;
+	rc = kh_p11_verify_challenge(cert, challenge, sizeof(challenge), sig, siglen, err);
 	OPENSSL_free(sig);
 	return rc;
 }

@@ -186,6 +186,19 @@ int kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t,
  */
 int kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err);
 
+/* Its two halves, for a key root does not hold itself (the forwarded
+ * token's process, pam/kh_pam_fwd.c, signs; root verifies over its own
+ * challenge).  Sign `challenge` with SHA-256 and key: *sig is freed with
+ * OPENSSL_free. */
+#define KH_CHALLENGE_LEN 32
+int kh_p11_sign_challenge(EVP_PKEY *key, const unsigned char *challenge, size_t len,
+			  unsigned char **sig, size_t *siglen, kh_error *err);
+
+/* Verify sig over challenge with the public key of cert (SHA-256, as
+ * kh_p11_sign_challenge signs).  KH_ERR_AUTH when it does not verify. */
+int kh_p11_verify_challenge(X509 *cert, const unsigned char *challenge, size_t len,
+			    const unsigned char *sig, size_t siglen, kh_error *err);
+
 /*
  * The issuer key named by `uri` on the module at `module` (with env set
  * around its initialisation), logged in with `pin`.  On success *handle

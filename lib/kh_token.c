@@ -203,7 +203,10 @@ eval_token(struct kh_p11 *p, const struct kh_token_rules *r, const char *user,
 	te->skip = skip_reason(r, t);
 	if (te->skip != NULL)
 		return 0;
-	if (kh_p11_read_certs(p, t, err) != 0)
+	if (p == NULL && !t->certs_read)
+		return kh_fail(err, KH_ERR_INTERNAL, "token '%s': certificates not read",
+			       t->label);
+	if (p != NULL && kh_p11_read_certs(p, t, err) != 0)
 		return -1;
 	if (t->ncerts == 0)
 		return 0;
@@ -321,7 +324,20 @@ choose(struct kh_p11 *p, struct kh_token_choice *c, const struct kh_token_rules 
 	c->outcome = KH_TOKEN_CHOSEN;
 	c->token = which;
 	c->cert = c->evals[which].best;
-	return kh_p11_use_token(p, &c->tokens[which], err);
+	return p == NULL ? 0 : kh_p11_use_token(p, &c->tokens[which], err);
+}
+
+/* Judge c's tokens and choose; p NULL: read elsewhere, nothing selected. */
+static int
+judge(struct kh_p11 *p, const struct kh_token_rules *r, const char *user,
+      struct kh_token_choice *c, kh_error *err)
+{
+	if (c->ntokens > 0 && (c->evals = calloc(c->ntokens, sizeof(*c->evals))) == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	for (size_t i = 0; i < c->ntokens; i++)
+		if (eval_token(p, r, user, &c->tokens[i], &c->evals[i], err) != 0)
+			return -1;
+	return choose(p, c, r, user, err);
 }
 
 int
@@ -330,16 +346,23 @@ kh_token_choose(struct kh_p11 *p, const struct kh_token_rules *r, const char *us
 {
 	memset(c, 0, sizeof(*c));
 	c->outcome = KH_TOKEN_NONE;
-	if (r == NULL || user == NULL || user[0] == '\0')
-		return kh_fail(err, KH_ERR_INTERNAL, "no user or rules to choose a token for");
+	if (p == NULL || r == NULL || user == NULL || user[0] == '\0')
+		return kh_fail(err, KH_ERR_INTERNAL, "no module, user or rules to choose a "
+			       "token for");
 	if (kh_p11_list_tokens(p, &c->tokens, &c->ntokens, err) != 0)
 		return -1;
-	if (c->ntokens > 0 && (c->evals = calloc(c->ntokens, sizeof(*c->evals))) == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	for (size_t i = 0; i < c->ntokens; i++)
-		if (eval_token(p, r, user, &c->tokens[i], &c->evals[i], err) != 0)
-			return -1;
-	return choose(p, c, r, user, err);
+	return judge(p, r, user, c, err);
+}
+
+int
+kh_token_choose_read(const struct kh_token_rules *r, const char *user,
+		     struct kh_token_choice *c, kh_error *err)
+{
+	c->outcome = KH_TOKEN_NONE;
+	c->evals = NULL;
+	if (r == NULL || user == NULL || user[0] == '\0')
+		return kh_fail(err, KH_ERR_INTERNAL, "no user or rules to choose a token for");
+	return judge(NULL, r, user, c, err);
 }
 
 int

@@ -115,6 +115,16 @@ int kh_token_choose(struct kh_p11 *p, const struct kh_token_rules *r, const char
 		    struct kh_token_choice *c, kh_error *err);
 
 /*
+ * kh_token_choose for tokens read by someone else: c->tokens and c->ntokens
+ * filled in by the caller, each with certs_read and its certificates (the
+ * forwarded token's, as root parsed what the user's own process read from
+ * it: pam/kh_pam_fwd.c).  The same judgement and the same choice, nothing
+ * selected on any module.  Free c with kh_token_choice_free in every case.
+ */
+int kh_token_choose_read(const struct kh_token_rules *r, const char *user,
+			 struct kh_token_choice *c, kh_error *err);
+
+/*
  * The token holding exactly the certificate `cert` (a session's, for
  * kubehsm sign --key token), among those uri leaves (NULL: all): selected
  * on p, c->token and c->cert name it.  KH_ERR_NOTFOUND when none holds it,

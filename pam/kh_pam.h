@@ -149,16 +149,26 @@ int kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts);
  * service that `kubehsm login` runs), the user's token forwarded from their
  * laptop with p11-kit over `ssh -R`.
  *
- * Open the module the user's token is behind.  With `forwarded` and
- * pkcs11.forward configured, a socket at the uid's forward path means
- * p11-kit's client module over it; no socket there means the bastion's
- * module, so the same service serves a token the bastion holds itself.
- * A path that is not a socket of the user's own is refused (KH_ERR_PERM).
- * *forwarded says which one it was.
+ * Open the module the user's token is behind, if root may.  With
+ * `forwarded` and pkcs11.forward configured, a socket at the uid's forward
+ * path is the user's forwarded token: NULL is returned with *forward_path
+ * (free it) naming the checked socket, and only a process that is the user
+ * talks to it (kh_pam_forward_child.h).  No socket there means the
+ * bastion's module, opened, so the same service serves a token the bastion
+ * holds itself.  A path that is not a socket of the user's own is refused
+ * (NULL, KH_ERR_PERM).
  */
 struct kh_p11 *kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 					const struct kh_policy *policy, const char *user,
-					uid_t uid, gid_t gid, int *forwarded, kh_error *err);
+					uid_t uid, char **forward_path, kh_error *err);
+
+/* The private key of the user's certificate cert on p11 (logged in): the one
+ * with its CKA_ID (and CKA_LABEL key_label, when not ""); by key_label alone
+ * when the certificate has no CKA_ID.  token_label names the token in
+ * messages. */
+struct kh_p11_cert;
+int kh_pam_find_key(struct kh_p11 *p11, const struct kh_p11_cert *cert, const char *key_label,
+		    const char *token_label, EVP_PKEY **key, kh_error *err);
 
 /* ---- auth → session hand-off across processes (kh_pam_handoff.c) --------- */
 

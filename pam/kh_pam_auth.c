@@ -15,6 +15,14 @@
  * password was not the PIN.  A key that wants its PIN again for each
  * signature (CKA_ALWAYS_AUTHENTICATE) gets the same PIN from the handle
  * (lib/kh_p11_ui.h): one PIN, typed once, through PAM.
+ *
+ * A token the user forwarded from their laptop is talked to only by a
+ * process that has become the user (kh_pam_forward_child.c): it chooses
+ * the token and sends its certificate, which is judged here again by the
+ * same rules (kh_token_choose_read) before anything else; it gets the PIN
+ * with a challenge of root's, and the signature it returns is verified
+ * here.  Everything else — the order above, the messages, what the session
+ * step gets — is the same for both.
  */
 #include "config.h"
 
@@ -34,6 +42,7 @@
 #include "lib/kh_token.h"
 #include "lib/kh_x509.h"
 #include "pam/kh_pam.h"
+#include "pam/kh_pam_forward_child.h"
 
 /* Everything one authentication holds; released by auth_ctx_clear. */
 struct auth_ctx {
@@ -48,8 +57,13 @@ struct auth_ctx {
 	unsigned char *key_id;  /* token.key_id; NULL = any */
 	size_t key_id_len;
 	struct kh_p11_uri uri;  /* token.uri; all NULL = every token */
-	struct kh_p11 *p11;
-	int forwarded;          /* p11 is the user's forwarded token */
+	struct kh_token_rules rules;
+	struct kh_p11 *p11;     /* the bastion's module; NULL when forwarded */
+	bool forwarded;         /* the user's forwarded token, at fwd_path */
+	char *fwd_path;
+	struct kh_fwd *fwd;     /* the process talking to it, as the user */
+	struct kh_fwd_hello hello;    /* what it found */
+	struct kh_fwd_answer answer;  /* its answer to the PIN */
 	struct kh_token_choice choice;
 	struct kh_p11_token *tok;         /* the user's token, in choice */
 	const struct kh_p11_cert *cert;   /* the user's certificate, in choice */
@@ -63,6 +77,10 @@ auth_ctx_clear(struct auth_ctx *c)
 	EVP_PKEY_free(c->key);          /* before the module goes away */
 	kh_token_choice_free(&c->choice);
 	kh_p11_close(c->p11);
+	kh_fwd_end(c->fwd);
+	kh_fwd_hello_clear(&c->hello);
+	kh_fwd_answer_clear(&c->answer);
+	free(c->fwd_path);
 	kh_secure_strfree(c->pin);
 	free(c->token_label);
 	free(c->key_label);
@@ -165,22 +183,108 @@ debug_choice(struct auth_ctx *c)
 	}
 }
 
+/*
+ * Start the forwarded token's process and read what it found (c->hello;
+ * a process started before holds the same certificate, or is refused).
+ * NULL, or the one token it found, its certificate parsed here.
+ */
+static struct kh_p11_token *
+fwd_start(struct auth_ctx *c, kh_error *err)
+{
+	struct kh_fwd_spec spec = {
+		.module = c->policy->pkcs11.forward_module, .socket = c->fwd_path,
+		.rules = &c->rules, .user = c->user, .key_label = c->key_label,
+		.uid = c->uid, .gid = c->gid,
+	};
+	struct kh_fwd_hello first = c->hello;
+	struct kh_p11_token *t;
+	bool again = c->fwd != NULL;
+
+	kh_fwd_end(c->fwd);
+	c->fwd = kh_fwd_start(&spec, &c->hello, err);
+	if (c->fwd != NULL && c->hello.code != KH_OK)
+		kh_fail(err, c->hello.code, "%s", c->hello.msg);
+	if (again) {
+		bool same = c->fwd != NULL && c->hello.code == KH_OK &&
+			    c->hello.cert_len == first.cert_len &&
+			    memcmp(c->hello.cert_der, first.cert_der, first.cert_len) == 0;
+
+		kh_fwd_hello_clear(&first);
+		if (c->fwd != NULL && c->hello.code == KH_OK && !same) {
+			kh_fail(err, KH_ERR_REFUSED, "the forwarded token changed between two "
+				"PIN tries; refused");
+			return NULL;
+		}
+	}
+	if (c->fwd == NULL || c->hello.code != KH_OK)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	t->slot_id = c->hello.slot_id;
+	t->present = t->initialized = t->certs_read = true;
+	t->pin_flags = c->hello.pin_flags;
+	t->slot_description = strdup("forwarded");
+	t->slot_manufacturer = strdup("");
+	t->label = strdup(c->hello.label);
+	t->manufacturer = strdup(c->hello.manufacturer);
+	t->model = strdup(c->hello.model);
+	t->serial = strdup(c->hello.serial);
+	t->certs = calloc(1, sizeof(*t->certs));
+	if (t->slot_description == NULL || t->slot_manufacturer == NULL || t->label == NULL ||
+	    t->manufacturer == NULL || t->model == NULL || t->serial == NULL || t->certs == NULL ||
+	    (t->certs[0].label = strdup(c->hello.cert_label)) == NULL) {
+		kh_p11_tokens_free(t, 1);
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	t->ncerts = 1;
+	memcpy(t->certs[0].id, c->hello.id, c->hello.id_len);
+	t->certs[0].id_len = c->hello.id_len;
+	t->certs[0].x509 = kh_fwd_hello_cert(&c->hello, err);
+	if (t->certs[0].x509 == NULL) {
+		kh_p11_tokens_free(t, 1);
+		return NULL;
+	}
+	return t;
+}
+
+/* The forwarded token: what its process chose, judged here again by the
+ * same rules; kh_token_choose's result. */
+static int
+fwd_choose(struct auth_ctx *c, kh_error *err)
+{
+	memset(&c->choice, 0, sizeof(c->choice));
+	c->choice.outcome = KH_TOKEN_NONE;
+	c->choice.tokens = fwd_start(c, err);
+	if (c->choice.tokens == NULL) {
+		if (c->fwd != NULL && c->hello.code != KH_OK)
+			c->choice.outcome = c->hello.outcome;
+		return -1;
+	}
+	c->choice.ntokens = 1;
+	return kh_token_choose_read(&c->rules, c->user, &c->choice, err);
+}
+
 /* The user's token, found by its certificate before any PIN. */
 static int
 find_users_token(struct auth_ctx *c)
 {
-	struct kh_token_rules rules;
 	kh_error err = { 0 };
 	int rc;
 
-	if ((rc = token_rules(c, &rules)) != PAM_SUCCESS)
+	if ((rc = token_rules(c, &c->rules)) != PAM_SUCCESS)
 		return rc;
 	c->p11 = kh_pam_open_token_module(c->pamh, c->opts, c->policy, c->user, c->uid,
-					  c->gid, &c->forwarded, &err);
-	if (c->p11 == NULL)
+					  &c->fwd_path, &err);
+	c->forwarded = c->fwd_path != NULL;
+	if (c->p11 == NULL && !c->forwarded)
 		return lookup_fail(c, "PKCS#11 module", &err,
 				   err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTHINFO_UNAVAIL);
-	rc = kh_token_choose(c->p11, &rules, c->user, &c->choice, &err);
+	rc = c->forwarded ? fwd_choose(c, &err) :
+		kh_token_choose(c->p11, &c->rules, c->user, &c->choice, &err);
 	debug_choice(c);
 	if (rc != 0) {
 		switch (err.code == KH_ERR_CONFIG || err.code == KH_ERR_INTERNAL ?
@@ -321,11 +425,37 @@ prompt_again(struct auth_ctx *c)
 
 	kh_secure_strfree(c->pin);
 	c->pin = NULL;
-	if (kh_p11_refresh_token(c->p11, c->tok, &err) != 0)
+	if (c->forwarded) {
+		/* One PIN per process: a new one, which reads the state afresh. */
+		struct kh_p11_token *t = fwd_start(c, &err);
+
+		if (t == NULL)
+			return fail_log(c, "token", &err, pam_code_for_lookup(&err));
+		c->tok->pin_flags = t->pin_flags;
+		kh_p11_tokens_free(t, 1);
+	} else if (kh_p11_refresh_token(c->p11, c->tok, &err) != 0) {
 		return fail_log(c, "token", &err, pam_code_for_lookup(&err));
+	}
 	if ((rc = check_pin_state(c)) != PAM_SUCCESS)
 		return rc;
 	return kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin);
+}
+
+/*
+ * The forwarded token's login: the PIN and root's challenge to its process.
+ * 0 when it logged in (c->answer says whether it also signed); -1 with err
+ * when the login failed or the process failed to answer.
+ */
+static int
+fwd_login(struct auth_ctx *c, kh_error *err)
+{
+	kh_fwd_answer_clear(&c->answer);
+	if (kh_fwd_prove(c->fwd, c->pin, &c->answer, err) != 0)
+		return -1;
+	if (c->answer.stage != KH_FWD_STAGE_LOGIN)
+		return 0;
+	c->tok->pin_flags = c->answer.pin_flags;
+	return kh_fail(err, c->answer.code, "%s", c->answer.msg);
 }
 
 /* One C_Login.  *wrong is set when the PIN was refused as incorrect. */
@@ -335,7 +465,7 @@ token_login(struct auth_ctx *c, bool stored, bool *wrong)
 	kh_error err = { 0 };
 
 	*wrong = false;
-	if (kh_p11_login(c->p11, c->pin, &err) != 0) {
+	if (c->forwarded ? fwd_login(c, &err) != 0 : kh_p11_login(c->p11, c->pin, &err) != 0) {
 		switch (err.code) {
 		case KH_ERR_AUTH:
 			*wrong = true;
@@ -353,18 +483,37 @@ token_login(struct auth_ctx *c, bool stored, bool *wrong)
 	return PAM_SUCCESS;
 }
 
-/* The private key of the user's certificate: the one with its CKA_ID (and
- * CKA_LABEL token.key_label, when set). */
-static int
-find_key(struct auth_ctx *c, kh_error *err)
+int
+kh_pam_find_key(struct kh_p11 *p11, const struct kh_p11_cert *cert, const char *key_label,
+		const char *token_label, EVP_PKEY **key, kh_error *err)
 {
-	if (c->cert->id_len > 0)
-		return kh_p11_find_key_by_id(c->p11, c->cert->id, c->cert->id_len, c->key_label,
-					     &c->key, err);
-	if (c->key_label[0] != '\0')
-		return kh_p11_find_key(c->p11, c->key_label, "", &c->key, err);
+	if (cert->id_len > 0)
+		return kh_p11_find_key_by_id(p11, cert->id, cert->id_len, key_label, key, err);
+	if (key_label[0] != '\0')
+		return kh_p11_find_key(p11, key_label, "", key, err);
 	return kh_fail(err, KH_ERR_NOTFOUND, "the certificate on token '%s' has no CKA_ID to "
-		       "find its key by; set token.key_label", c->tok->label);
+		       "find its key by; set token.key_label", token_label);
+}
+
+/* The forwarded token's proof: its process found the key and signed root's
+ * challenge (c->answer), and the signature verifies with the certificate
+ * root validated. */
+static int
+fwd_prove(struct auth_ctx *c)
+{
+	kh_error err = { 0 };
+
+	if (c->answer.code != KH_OK) {
+		kh_fail(&err, c->answer.code, "%s", c->answer.msg);
+		if (c->answer.stage == KH_FWD_STAGE_KEY)
+			return fail_log(c, "token key", &err, pam_code_for_lookup(&err));
+		return fail_log(c, "proof of possession", &err,
+				err.code == KH_ERR_AUTH ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL);
+	}
+	if (kh_fwd_verify(c->fwd, c->cert->x509, &c->answer, &err) != 0)
+		return fail_log(c, "proof of possession", &err,
+				err.code == KH_ERR_AUTH ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL);
+	return PAM_SUCCESS;
 }
 
 /* The PIN (a second one only under try_first_pass), then proof of
@@ -386,7 +535,9 @@ login_and_prove(struct auth_ctx *c)
 	}
 	if (rc != PAM_SUCCESS)
 		return rc;
-	if (find_key(c, &err) != 0)
+	if (c->forwarded)
+		return fwd_prove(c);
+	if (kh_pam_find_key(c->p11, c->cert, c->key_label, c->tok->label, &c->key, &err) != 0)
 		return fail_log(c, "token key", &err, pam_code_for_lookup(&err));
 	if (kh_p11_prove_possession(c->key, c->cert->x509, &err) != 0)
 		return fail_log(c, "proof of possession", &err,

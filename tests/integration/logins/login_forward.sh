@@ -8,7 +8,8 @@
 # runs the kubehsm PAM service as shipped (pam/pam.d/kubehsm).  Then
 # kubectl 1.27 and 1.33 work in that login and in a second one; a renewal
 # extends the session and keeps its logins; a wrong PIN costs one token
-# try; a plain login over a live session, a renewal of none, a missing
+# try; every connection to the forwarded token is a process of the user's,
+# not root's; a plain login over a live session, a renewal of none, a missing
 # terminal, a polkit rule saying no, and another user's attempts on the
 # socket never reach the token.  A token the bastion holds itself works
 # the same way without forwarding.  The last logout ends the session.
@@ -196,6 +197,68 @@ fi
 isnt "$(session_serial "$alice")" "$s0" "the record was replaced: a new session certificate"
 is "$(logins "$alice")" 2 "the renewal kept the login count (2)"
 kube_session a2 "$alice" "after the renewal, in the other login"
+
+# --- who talks to the forwarded token (issue 25) ----------------------------------
+# The socket ssh made is moved aside and a proxy of alice's takes its place:
+# it records the peer credentials (SO_PEERCRED) of every connection to it
+# and passes the bytes on.  Whatever reaches alice's forwarded token must
+# be a process of alice's — never root, which would otherwise parse what
+# her end of the socket says.
+PEERLOG=/run/user/$(id -u "$alice")/peercred.log
+ALICE_SSH_SOCK=$ALICE_SOCK.ssh
+mv "$ALICE_SOCK" "$ALICE_SSH_SOCK" || _logins_bail "move $ALICE_SOCK aside"
+as_user_inherit "$alice" /usr/bin/python3 - "$ALICE_SOCK" "$ALICE_SSH_SOCK" "$PEERLOG" \
+	>"$LAPTOP/peerproxy.out" 2>&1 <<'PY' &
+import os, socket, struct, sys, threading
+listen, target, log = sys.argv[1:4]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(listen)
+srv.listen(8)
+open(log, "w").close()
+print("ready", flush=True)
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+while True:
+    c, _ = srv.accept()
+    pid, uid, gid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    with open(log, "a") as f:
+        f.write("uid=%d pid=%d\n" % (uid, pid))
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.connect(target)
+    threading.Thread(target=pump, args=(c, u), daemon=True).start()
+    threading.Thread(target=pump, args=(u, c), daemon=True).start()
+PY
+PEERPROXY=$!
+on_exit "kill $PEERPROXY 2>/dev/null"
+for _ in $(seq 1 100); do grep -q '^ready' "$LAPTOP/peerproxy.out" && break; sleep 0.05; done
+grep -q '^ready' "$LAPTOP/peerproxy.out" || _logins_bail "peer-credential proxy: $(cat "$LAPTOP/peerproxy.out")"
+l0=$(laptop_logins)
+LOGIN_PIN=$PIN klogin a1 --renew
+if [ "$rc" = 0 ] && grep -q '^Kube session renewed' <<<"$out" && [ "$(($(laptop_logins) - l0))" = 1 ]; then
+	pass "kubehsm login --renew through the peer-credential proxy (one C_Login)"
+else
+	fail "kubehsm login --renew through the peer-credential proxy"; diag "rc=$rc out=$out err=$err"
+fi
+peers=$(cut -d' ' -f1 "$PEERLOG" | sort -u | tr '\n' ' ')
+is "$peers" "uid=$(id -u "$alice") " \
+	"every connection to alice's forwarded token came from a process of alice's, none from root"
+kill "$PEERPROXY" 2>/dev/null
+wait "$PEERPROXY" 2>/dev/null
+rm -f "$ALICE_SOCK"
+mv "$ALICE_SSH_SOCK" "$ALICE_SOCK" || _logins_bail "move $ALICE_SOCK back"
 
 # --- another user and alice's socket -------------------------------------------
 ssh_argv "$bob" password

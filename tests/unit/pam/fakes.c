@@ -97,8 +97,8 @@ fake_cert_new(EVP_PKEY **keyp, ...)
 struct kh_p11 *__wrap_kh_pam_open_token_module(pam_handle_t *pamh,
 					       const struct kh_pam_opts *opts,
 					       const struct kh_policy *policy,
-					       const char *user, uid_t uid, gid_t gid,
-					       int *forwarded, kh_error *err);
+					       const char *user, uid_t uid,
+					       char **forward_path, kh_error *err);
 int __wrap_kh_p11_list_tokens(struct kh_p11 *p, struct kh_p11_token **tokens, size_t *n,
 			      kh_error *err);
 int __wrap_kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err);
@@ -118,9 +118,9 @@ static char fake_module;
 struct kh_p11 *
 __wrap_kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 				const struct kh_policy *policy, const char *user, uid_t uid,
-				gid_t gid, int *forwarded, kh_error *err)
+				char **forward_path, kh_error *err)
 {
-	*forwarded = 0;
+	*forward_path = NULL;
 	fake_token.opens++;
 	return (struct kh_p11 *)(void *)&fake_module;
 }

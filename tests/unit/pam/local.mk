@@ -57,9 +57,13 @@ pam_unit_ldadd = pam/pam_kubehsm_la-pam_kubehsm.lo pam/libkh-pam.la \
 #                 (never selected, never offered a PIN), two of hers refused
 #                 and said, a renewal with another certificate refused
 #                 before the PIN
+#   test_forward_child  root's side of the forwarded token's process: its
+#                 hello and answer parsed with every cap, malformed ones
+#                 refused, a signature only over root's own challenge
 pam_unit_tests = tests/unit/pam/test_options tests/unit/pam/test_prompt \
 	tests/unit/pam/test_session tests/unit/pam/test_handoff \
-	tests/unit/pam/test_groups tests/unit/pam/test_log tests/unit/pam/test_select
+	tests/unit/pam/test_groups tests/unit/pam/test_log tests/unit/pam/test_select \
+	tests/unit/pam/test_forward_child
 check_PROGRAMS += $(pam_unit_tests)
 TESTS += $(pam_unit_tests)
 tests_unit_pam_test_options_CFLAGS = $(pam_unit_cflags)
@@ -83,3 +87,6 @@ tests_unit_pam_test_log_LDADD = $(pam_unit_ldadd)
 tests_unit_pam_test_select_CFLAGS = $(pam_unit_cflags)
 tests_unit_pam_test_select_LDFLAGS = $(pam_unit_wraps)
 tests_unit_pam_test_select_LDADD = $(pam_unit_ldadd)
+tests_unit_pam_test_forward_child_CFLAGS = $(pam_unit_cflags)
+tests_unit_pam_test_forward_child_LDFLAGS = $(pam_unit_wraps)
+tests_unit_pam_test_forward_child_LDADD = $(pam_unit_ldadd)
