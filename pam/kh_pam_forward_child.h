@@ -131,6 +131,10 @@ int kh_fwd_parse_hello(const unsigned char *buf, size_t len, struct kh_fwd_hello
 		       kh_error *err);
 int kh_fwd_parse_answer(const unsigned char *buf, size_t len, struct kh_fwd_answer *a,
 			kh_error *err);
+/* The child's side: the PIN (into pin, KH_P11_PIN_MAX + 1 bytes) and the
+ * challenge (KH_CHALLENGE_LEN bytes). */
+int kh_fwd_parse_request(const unsigned char *buf, size_t len, char *pin,
+			 unsigned char *challenge, kh_error *err);
 void kh_fwd_hello_clear(struct kh_fwd_hello *h);
 void kh_fwd_answer_clear(struct kh_fwd_answer *a);
 

@@ -13,7 +13,7 @@ pam_libkh_pam_la_SOURCES = pam/kh_pam.h \
 	pam/kh_pam_auth.c \
 	pam/kh_pam_session.c \
 	pam/kh_pam_forward.c \
-	pam/kh_pam_forward_child.c pam/kh_pam_forward_child.h \
+	pam/kh_pam_forward_child.c pam/kh_pam_forward_wire.c pam/kh_pam_forward_child.h \
 	pam/kh_pam_relay.c \
 	pam/kh_pam_handoff.c \
 	pam/kh_pam_polkit.c \
