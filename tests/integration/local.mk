@@ -3,7 +3,6 @@
 EXTRA_DIST += tests/harness/tap.sh tests/harness/pamsvc.sh
 include tests/integration/conf/local.mk
 include tests/integration/cache/local.mk
-include tests/integration/token/local.mk
 include tests/integration/tokens/local.mk
 include tests/integration/polkit/local.mk
 include tests/integration/pam/local.mk

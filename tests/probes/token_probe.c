@@ -1,6 +1,6 @@
 /*
  * token_probe — drives lib/kh_pkcs11 and lib/kh_x509 from the integration
- * tests (tests/integration/token/token.sh) against real SoftHSM2 tokens.
+ * tests (tests/integration/tokens/softhsm.sh) against real SoftHSM2 tokens.
  *
  *   token_probe [-m MODULE] find LABEL
  *   token_probe [-m MODULE] login LABEL PIN

@@ -1,3 +1,9 @@
+# Tokens and certificates: lib/kh_pkcs11, lib/kh_token and lib/kh_x509 on
+# real SoftHSM2 (softhsm.sh, through tests/probes/token_probe and the
+# lockout shim tests/probes/p11shim), then the real token stacks below.
+TESTS += tests/integration/tokens/softhsm.sh
+EXTRA_DIST += tests/integration/tokens/softhsm.sh tests/harness/pki.sh
+
 # Real tokens (issue #22): PIV cards on a private pcscd with vsmartcard's
 # vpcd and an SP 800-73-4 emulator (tests/harness/pcsc.sh, piv_card.py),
 # through OpenSC and Yubico's ykcs11, and a TPM 2.0 (swtpm + tpm2-abrmd +

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/integration/token/token.sh — lib/kh_pkcs11 and lib/kh_x509 against real
+# tests/integration/tokens/softhsm.sh — lib/kh_pkcs11 and lib/kh_x509 against real
 # SoftHSM2 tokens, driven through tests/probes/token_probe.  Runs unprivileged;
 # as root it also checks that a token handed to a plain user works for them.
 . "$KH_SRCDIR/tests/harness/tap.sh"
