@@ -29,7 +29,8 @@ pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c
 pam_pam_kubehsm_la_CFLAGS = $(pam_libkh_pam_la_CFLAGS)
 pam_pam_kubehsm_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^pam_sm_' -Wl,-z,defs
-pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la $(kh_all_libs) $(PAM_LIBS)
+pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la pam/libkh-polkit-common.la $(kh_all_libs) \
+	$(PAM_LIBS)
 
 # The polkit client (pam/kh_polkit.c), built as a plugin the module loads
 # only when polkit.mode is not "off" (pam/kh_pam_polkit.c):
@@ -39,7 +40,14 @@ pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la $(kh_all_libs) $(PAM_LIBS)
 noinst_LTLIBRARIES += pam/libkh-polkit.la
 pam_libkh_polkit_la_SOURCES = pam/kh_polkit.c pam/kh_polkit.h
 pam_libkh_polkit_la_CFLAGS = $(AM_CFLAGS) $(POLKIT_CFLAGS)
-pam_libkh_polkit_la_LIBADD = lib/libkh-error.la $(POLKIT_LIBS)
+pam_libkh_polkit_la_LIBADD = pam/libkh-polkit-common.la lib/libkh-error.la $(POLKIT_LIBS)
+
+# What the plugin and the module share without GLib (pam/kh_polkit_common.c):
+# the subject's start time and the verdict on an absent polkit, so the
+# module's look at the bus before loading the plugin decides as the plugin
+# does, in the same words.
+noinst_LTLIBRARIES += pam/libkh-polkit-common.la
+pam_libkh_polkit_common_la_SOURCES = pam/kh_polkit_common.c
 
 pkglib_LTLIBRARIES += pam/kubehsm-polkit.la
 pam_kubehsm_polkit_la_SOURCES =
