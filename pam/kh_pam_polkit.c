@@ -183,9 +183,11 @@ bus_absent(char *why, size_t len)
 	return 1;
 }
 
+/* Timing (NULL = off): the look at the bus and the plugin's check are the
+ * step polkit, loading the plugin is polkit_load (absent when not loaded). */
 int
-kh_pam_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
-			  const struct kh_polkit_login *login,
+kh_pam_polkit_check_login(struct kh_pam_timing *timing, enum kh_polkit_mode mode,
+			  pid_t pid, uid_t uid, const struct kh_polkit_login *login,
 			  bool *unreachable, kh_error *err)
 {
 	kh_check_login_fn check;
@@ -195,12 +197,18 @@ kh_pam_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
 		*unreachable = false;
 	if (mode == KH_POLKIT_OFF)
 		return 1;
+	kh_pam_timing_mark(timing);
 	if ((mode == KH_POLKIT_IF_AVAILABLE || mode == KH_POLKIT_REQUIRED) &&
 	    plugin_reaches_bus(pid, uid, login) && bus_absent(why, sizeof(why)))
-		return kh_polkit_unreachable(mode, KH_POLKIT_ACTION_CACHE_CREDENTIALS, why,
-					     unreachable, err);
+		return kh_pam_timing_done(timing, KH_STEP_POLKIT,
+					  kh_polkit_unreachable(mode,
+								KH_POLKIT_ACTION_CACHE_CREDENTIALS,
+								why, unreachable, err));
+	kh_pam_timing_add(timing, KH_STEP_POLKIT);
 	check = load_plugin(err);
+	kh_pam_timing_add(timing, KH_STEP_POLKIT_LOAD);
 	if (check == NULL)
 		return -1;
-	return check(mode, pid, uid, login, unreachable, err);
+	return kh_pam_timing_done(timing, KH_STEP_POLKIT,
+				  check(mode, pid, uid, login, unreachable, err));
 }
