@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -101,6 +102,7 @@ void
 kh_pam_timing_end(pam_handle_t *pamh, struct kh_pam_timing *t, int rc)
 {
 	struct timespec end;
+	struct stat st;
 	char line[KH_TIMING_LINE_MAX];
 	size_t n = 0;
 	ssize_t w;
@@ -124,13 +126,17 @@ kh_pam_timing_end(pam_handle_t *pamh, struct kh_pam_timing *t, int rc)
 		return;
 	}
 	line[n++] = '\n';
-	fd = open(t->dest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-		  0600);
+	/* O_NONBLOCK: a FIFO at the path must not hang the login (its open
+	 * fails without a reader); only a regular file of our own is written. */
+	fd = open(t->dest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+		  O_NONBLOCK, 0600);
 	if (fd < 0)
 		return;
-	/* One write: appends of concurrent logins do not interleave.  A short
-	 * or failed write loses the line and nothing else. */
-	w = write(fd, line, n);
-	(void)w;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		/* One write: appends of concurrent logins do not interleave.  A
+		 * short or failed write loses the line and nothing else. */
+		w = write(fd, line, n);
+		(void)w;
+	}
 	(void)close(fd);
 }

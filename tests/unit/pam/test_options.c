@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -322,6 +323,37 @@ t_timing_unwritable(void **state)
 	fakepam_end(pamh);
 }
 
+/* A FIFO, a directory or someone else's file at the path: no hang, no
+ * line, the same answer. */
+static void
+t_timing_not_a_file(void **state)
+{
+	char dir[] = "/tmp/kh-timing-XXXXXX";
+	char *fifo, *opt_fifo, *opt_dir;
+	const char *argv[1];
+	pam_handle_t *pamh = fakepam_start(&(struct fakepam_config){ .user = FAKE_USER });
+	struct stat st;
+
+	assert_non_null(mkdtemp(dir));
+	fifo = fake_asprintf("%s/fifo", dir);
+	opt_fifo = fake_asprintf("timing=%s", fifo);
+	opt_dir = fake_asprintf("timing=%s", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	argv[0] = opt_fifo;
+	assert_int_equal(pam_sm_setcred(pamh, 0, 1, argv), PAM_AUTHINFO_UNAVAIL);
+	argv[0] = opt_dir;
+	assert_int_equal(pam_sm_setcred(pamh, 0, 1, argv), PAM_AUTHINFO_UNAVAIL);
+	fakepam_expect_log(FAKEPAM_NO_LOG);
+	assert_int_equal(stat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	fakepam_end(pamh);
+	assert_int_equal(unlink(fifo), 0);
+	assert_int_equal(rmdir(dir), 0);
+	free(fifo);
+	free(opt_fifo);
+	free(opt_dir);
+}
+
 /* timing=syslog: the same line through pam_syslog at LOG_DEBUG. */
 static void
 t_timing_syslog(void **state)
@@ -426,6 +458,7 @@ main(void)
 		T(t_timing),
 		T(t_timing_login),
 		T(t_timing_unwritable),
+		T(t_timing_not_a_file),
 		T(t_timing_syslog),
 	};
 #undef T
