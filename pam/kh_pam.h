@@ -281,7 +281,10 @@ int kh_pam_handoff_pending(pam_handle_t *pamh);
 
 /* kh_polkit_check_login, run in the plugin, which is loaded only when the
  * policy asks polkit at all: 1 allowed, 0 denied, -1 error (also when the
- * plugin cannot be loaded).  Mode off answers 1 without loading anything. */
+ * plugin cannot be loaded).  Mode off answers 1 without loading anything;
+ * a system bus that is certainly absent gets the plugin's own answer for
+ * that (kh_polkit_unreachable) without loading it.  timing: NULL, or the
+ * call's step timings (polkit_load, polkit). */
 int kh_pam_polkit_check_login(struct kh_pam_timing *timing, enum kh_polkit_mode mode,
 			      pid_t pid, uid_t uid, const struct kh_polkit_login *login,
 			      bool *unreachable, kh_error *err);
