@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -25,6 +26,7 @@
 
 struct kh_p11;
 struct kh_record;
+struct kh_pam_timing;
 
 /* ---- module options (kh_pam_options.c) ----------------------------------- */
 
@@ -40,12 +42,78 @@ struct kh_pam_opts {
 	bool forwarded;         /* the token may be the user's own forwarded
 				 * one (pkcs11.forward; kubehsm login) */
 	const char *config;     /* points into argv or at KH_DEFAULT_CONFIG */
+	const char *timing_dest;        /* timing=PATH|syslog (into argv), or NULL */
+	struct kh_pam_timing *timing;   /* this call's step timings, NULL = off */
 };
 
 /* Parse module arguments.  Unknown arguments are a configuration error
  * (logged): a typo must not silently change behaviour. */
 int kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 		      struct kh_pam_opts *opts);
+
+/* ---- step timings, option timing= (kh_pam_timing.c, bench/TIMING.md) ----- */
+
+/* The steps of a line, in the line's order. */
+enum kh_pam_step {
+	KH_STEP_USER, KH_STEP_POLICY, KH_STEP_HANDOFF, KH_STEP_P11_LOAD,
+	KH_STEP_FIND, KH_STEP_VALIDATE, KH_STEP_CONV, KH_STEP_LOGIN,
+	KH_STEP_CHALLENGE, KH_STEP_IDENTITY, KH_STEP_P11_CLOSE, KH_STEP_JOIN,
+	KH_STEP_POLKIT_LOAD, KH_STEP_POLKIT, KH_STEP_ISSUER, KH_STEP_KEYGEN,
+	KH_STEP_MINT, KH_STEP_RELAY, KH_STEP_STORE, KH_STEP_LOGOUT,
+	KH_STEP_MAX
+};
+
+#define KH_TIMING_SYSLOG "syslog"       /* timing=syslog: pam_syslog, LOG_DEBUG */
+#define KH_TIMING_LINE_MAX 512
+
+/* One entry point call's timings, on dispatch's stack. */
+struct kh_pam_timing {
+	const char *dest;               /* an absolute path or KH_TIMING_SYSLOG */
+	const char *phase;              /* auth, setcred, open, close */
+	struct timespec start, mark;    /* CLOCK_MONOTONIC */
+	uint64_t us[KH_STEP_MAX];       /* microseconds, a step's runs summed */
+	bool ran[KH_STEP_MAX];
+	bool broken;                    /* the clock failed: no line */
+};
+
+void kh_pam_timing_begin(struct kh_pam_timing *t, const char *dest, const char *phase);
+/* Write the line (file or syslog); failures lose the line, nothing else. */
+void kh_pam_timing_end(pam_handle_t *pamh, struct kh_pam_timing *t, int rc);
+void kh_pam_time_mark_(struct kh_pam_timing *t);                    /* mark = now */
+void kh_pam_time_add_(struct kh_pam_timing *t, enum kh_pam_step s); /* s += now - mark */
+
+/* On the state pointer (NULL = off), for code that has no options. */
+static inline void
+kh_pam_timing_mark(struct kh_pam_timing *t)
+{
+	if (t != NULL)
+		kh_pam_time_mark_(t);
+}
+
+static inline void
+kh_pam_timing_add(struct kh_pam_timing *t, enum kh_pam_step s)
+{
+	if (t != NULL)
+		kh_pam_time_add_(t, s);
+}
+
+static inline int
+kh_pam_timing_done(struct kh_pam_timing *t, enum kh_pam_step s, int rc)
+{
+	kh_pam_timing_add(t, s);
+	return rc;
+}
+
+/* On the options. */
+#define kh_pam_time_mark(o) kh_pam_timing_mark((o)->timing)
+#define kh_pam_time_add(o, s) kh_pam_timing_add((o)->timing, (s))
+/* A statement that is one step. */
+#define KH_TIMED(o, step, stmt) \
+	do { kh_pam_time_mark(o); stmt; kh_pam_time_add((o), (step)); } while (0)
+/* An int-valued expression that is one step (the comma sequences the mark
+ * before it, and it before the add). */
+#define KH_STEP(o, step, expr) \
+	(kh_pam_time_mark(o), kh_pam_timing_done((o)->timing, (step), (expr)))
 
 /* ---- the policy (kh_pam_policy.c) ---------------------------------------- */
 
@@ -223,9 +291,12 @@ int kh_pam_handoff_pending(pam_handle_t *pamh);
 
 /* kh_polkit_check_login, run in the plugin, which is loaded only when the
  * policy asks polkit at all: 1 allowed, 0 denied, -1 error (also when the
- * plugin cannot be loaded).  Mode off answers 1 without loading anything. */
-int kh_pam_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
-			      const struct kh_polkit_login *login,
+ * plugin cannot be loaded).  Mode off answers 1 without loading anything;
+ * a system bus that is certainly absent gets the plugin's own answer for
+ * that (kh_polkit_unreachable) without loading it.  timing: NULL, or the
+ * call's step timings (polkit_load, polkit). */
+int kh_pam_polkit_check_login(struct kh_pam_timing *timing, enum kh_polkit_mode mode,
+			      pid_t pid, uid_t uid, const struct kh_polkit_login *login,
 			      bool *unreachable, kh_error *err);
 
 /* ---- kubehsm-relayd, the login's side of it (kh_pam_relay.c) ------------- */

@@ -277,14 +277,17 @@ find_users_token(struct auth_ctx *c)
 
 	if ((rc = token_rules(c, &c->rules)) != PAM_SUCCESS)
 		return rc;
+	kh_pam_time_mark(c->opts);
 	c->p11 = kh_pam_open_token_module(c->pamh, c->opts, c->policy, c->user, c->uid,
 					  &c->fwd_path, &err);
 	c->forwarded = c->fwd_path != NULL;
+	kh_pam_time_add(c->opts, KH_STEP_P11_LOAD);
 	if (c->p11 == NULL && !c->forwarded)
 		return lookup_fail(c, "PKCS#11 module", &err,
 				   err.code == KH_ERR_CONFIG ? PAM_SERVICE_ERR : PAM_AUTHINFO_UNAVAIL);
 	rc = c->forwarded ? fwd_choose(c, &err) :
 		kh_token_choose(c->p11, &c->rules, c->user, &c->choice, &err);
+	kh_pam_time_add(c->opts, KH_STEP_FIND);         /* certificates validated too */
 	debug_choice(c);
 	if (rc != 0) {
 		switch (err.code == KH_ERR_CONFIG || err.code == KH_ERR_INTERNAL ?
@@ -409,7 +412,7 @@ get_pin(struct auth_ctx *c, bool *stored)
 			return PAM_AUTH_ERR;
 		}
 	}
-	return kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin);
+	return KH_STEP(c->opts, KH_STEP_CONV, kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin));
 }
 
 /*
@@ -433,12 +436,13 @@ prompt_again(struct auth_ctx *c)
 			return fail_log(c, "token", &err, pam_code_for_lookup(&err));
 		c->tok->pin_flags = t->pin_flags;
 		kh_p11_tokens_free(t, 1);
-	} else if (kh_p11_refresh_token(c->p11, c->tok, &err) != 0) {
+	} else if (KH_STEP(c->opts, KH_STEP_FIND,
+			   kh_p11_refresh_token(c->p11, c->tok, &err)) != 0) {
 		return fail_log(c, "token", &err, pam_code_for_lookup(&err));
 	}
 	if ((rc = check_pin_state(c)) != PAM_SUCCESS)
 		return rc;
-	return kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin);
+	return KH_STEP(c->opts, KH_STEP_CONV, kh_pam_prompt_pin(c->pamh, c->tok->label, &c->pin));
 }
 
 /*
@@ -527,19 +531,22 @@ login_and_prove(struct auth_ctx *c)
 
 	if ((rc = get_pin(c, &stored)) != PAM_SUCCESS)
 		return rc;
-	rc = token_login(c, stored, &wrong);
+	rc = KH_STEP(c->opts, KH_STEP_LOGIN, token_login(c, stored, &wrong));
 	if (rc != PAM_SUCCESS && wrong && stored && c->opts->try_first_pass) {
 		if ((rc = prompt_again(c)) != PAM_SUCCESS)
 			return rc;
-		rc = token_login(c, false, &wrong);
+		rc = KH_STEP(c->opts, KH_STEP_LOGIN, token_login(c, false, &wrong));
 	}
 	if (rc != PAM_SUCCESS)
 		return rc;
 	if (c->forwarded)
 		return fwd_prove(c);
-	if (kh_pam_find_key(c->p11, c->cert, c->key_label, c->tok->label, &c->key, &err) != 0)
+	if (KH_STEP(c->opts, KH_STEP_CHALLENGE,
+		    kh_pam_find_key(c->p11, c->cert, c->key_label, c->tok->label, &c->key,
+				    &err)) != 0)
 		return fail_log(c, "token key", &err, pam_code_for_lookup(&err));
-	if (kh_p11_prove_possession(c->key, c->cert->x509, &err) != 0)
+	if (KH_STEP(c->opts, KH_STEP_CHALLENGE,
+		    kh_p11_prove_possession(c->key, c->cert->x509, &err)) != 0)
 		return fail_log(c, "proof of possession", &err,
 				err.code == KH_ERR_AUTH ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL);
 	return PAM_SUCCESS;
@@ -597,10 +604,10 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	struct kh_pam_login *login = NULL;
 	int rc;
 
-	rc = kh_pam_get_user(pamh, &c.user, &c.uid, &c.gid);
+	rc = KH_STEP(opts, KH_STEP_USER, kh_pam_get_user(pamh, &c.user, &c.uid, &c.gid));
 	if (rc != PAM_SUCCESS)
 		return rc;
-	c.policy = kh_pam_load_policy(pamh, opts);
+	KH_TIMED(opts, KH_STEP_POLICY, c.policy = kh_pam_load_policy(pamh, opts));
 	if (c.policy == NULL)
 		return PAM_SERVICE_ERR;
 
@@ -611,17 +618,18 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		goto out;
 
 	if (!opts->no_cache) {
-		if ((rc = build_login(&c, &login)) != PAM_SUCCESS)
+		if ((rc = KH_STEP(opts, KH_STEP_IDENTITY, build_login(&c, &login))) != PAM_SUCCESS)
 			goto out;
-		if ((rc = kh_pam_login_save(pamh, login)) != PAM_SUCCESS)
+		if ((rc = KH_STEP(opts, KH_STEP_HANDOFF, kh_pam_login_save(pamh, login))) !=
+		    PAM_SUCCESS)
 			goto out;
 		/* For a session step in another process (sshd); a failure is
 		 * logged, and the in-process path above still works. */
-		(void)kh_pam_handoff_put(pamh, login);
+		(void)KH_STEP(opts, KH_STEP_HANDOFF, kh_pam_handoff_put(pamh, login));
 	}
 	pam_syslog(pamh, LOG_INFO, "user '%s': authenticated with token '%s' (serial %s%s)",
 		   c.user, c.tok->label, c.tok->serial, c.forwarded ? ", forwarded" : "");
 out:
-	auth_ctx_clear(&c);
+	KH_TIMED(opts, KH_STEP_P11_CLOSE, auth_ctx_clear(&c));
 	return rc;
 }

@@ -50,6 +50,18 @@ config_path(const char *arg)
 	return NULL;
 }
 
+/* The destination of timing=/absolute/path or timing=syslog
+ * (bench/TIMING.md), or NULL. */
+static const char *
+timing_dest(const char *arg)
+{
+	if (strncmp(arg, "timing=", 7) != 0)
+		return NULL;
+	if (arg[7] == '/' || strcmp(arg + 7, KH_TIMING_SYSLOG) == 0)
+		return arg + 7;
+	return NULL;
+}
+
 /* Another module's password tried as the PIN costs a token try when they
  * differ: use_first_pass could only ever do that. */
 static int
@@ -73,12 +85,19 @@ kh_pam_parse_opts(pam_handle_t *pamh, int argc, const char **argv,
 	for (int i = 0; i < argc; i++) {
 		bool *flag = flag_named(opts, argv[i]);
 		const char *config = config_path(argv[i]);
+		const char *timing = timing_dest(argv[i]);
 
 		if (flag != NULL)
 			*flag = true;
 		else if (config != NULL)
 			opts->config = config;
-		else {
+		else if (timing != NULL)
+			opts->timing_dest = timing;
+		else if (strncmp(argv[i], "timing=", 7) == 0) {
+			pam_syslog(pamh, LOG_ERR, "malformed module option '%s' (timing= needs "
+				   "an absolute path or syslog)", argv[i]);
+			return PAM_SERVICE_ERR;
+		} else {
 			pam_syslog(pamh, LOG_ERR,
 				   "unknown or malformed module option '%s' "
 				   "(config= needs an absolute path)", argv[i]);

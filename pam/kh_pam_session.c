@@ -74,7 +74,7 @@ polkit_allows(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		.nkube_groups = l->ngroups,
 	};
 	/* The subject is this login: the host process, as the user's uid. */
-	rc = kh_pam_polkit_check_login(policy->polkit.mode, getpid(), l->uid, &pl,
+	rc = kh_pam_polkit_check_login(opts->timing, policy->polkit.mode, getpid(), l->uid, &pl,
 				       &unreachable, &err);
 	if (rc == 1 && unreachable)
 		pam_syslog(pamh, LOG_WARNING, "user '%s': %s", l->user, err.msg);
@@ -107,8 +107,9 @@ open_issuer(const struct kh_issuer *is, struct kh_p11 **p11, EVP_PKEY **key,
 
 /* Session key, session certificate and the record for one issuer. */
 static int
-mint_record(const struct kh_policy *policy, const struct kh_issuer *is,
-	    const struct kh_pam_login *l, struct kh_record *rec, kh_error *err)
+mint_record(const struct kh_pam_opts *opts, const struct kh_policy *policy,
+	    const struct kh_issuer *is, const struct kh_pam_login *l, struct kh_record *rec,
+	    kh_error *err)
 {
 	struct kh_p11 *p11 = NULL;
 	EVP_PKEY *issuer_key = NULL, *session_key = NULL;
@@ -118,13 +119,16 @@ mint_record(const struct kh_policy *policy, const struct kh_issuer *is,
 	time_t now = time(NULL), issuer_not_after, not_after;
 	int rc = -1;
 
-	if (open_issuer(is, &p11, &issuer_key, &chain, &chain_pem, err) != 0)
+	kh_pam_time_mark(opts);
+	if (open_issuer(is, &p11, &issuer_key, &chain, &chain_pem, err) != 0 ||
+	    kh_x509_not_after(sk_X509_value(chain, 0), &issuer_not_after, err) != 0) {
+		kh_pam_time_add(opts, KH_STEP_ISSUER);
 		goto out;
-	if (kh_x509_not_after(sk_X509_value(chain, 0), &issuer_not_after, err) != 0)
-		goto out;
+	}
+	kh_pam_time_add(opts, KH_STEP_ISSUER);
 	not_after = min_time(min_time(now + policy->session.ttl, l->token_not_after),
 			     issuer_not_after);
-	session_key = kh_x509_keygen(is->key_type, err);
+	KH_TIMED(opts, KH_STEP_KEYGEN, session_key = kh_x509_keygen(is->key_type, err));
 	if (session_key == NULL)
 		goto out;
 	struct kh_mint_request req = {
@@ -137,18 +141,22 @@ mint_record(const struct kh_policy *policy, const struct kh_issuer *is,
 		.not_after = not_after,
 		.now = now,
 	};
-	if (kh_x509_mint(&req, &cert_pem, err) != 0)
+	kh_pam_time_mark(opts);
+	if (kh_x509_mint(&req, &cert_pem, err) != 0 ||
+	    kh_x509_key_to_pem(session_key, &key_pem, &key_len, err) != 0) {
+		kh_pam_time_add(opts, KH_STEP_MINT);
 		goto out;
-	if (kh_x509_key_to_pem(session_key, &key_pem, &key_len, err) != 0)
-		goto out;
+	}
 
 	n = strlen(cert_pem) + strlen(chain_pem) + 1;
 	rec->cert_chain_pem = malloc(n);
 	if (rec->cert_chain_pem == NULL) {
+		kh_pam_time_add(opts, KH_STEP_MINT);
 		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		goto out;
 	}
 	snprintf(rec->cert_chain_pem, n, "%s%s", cert_pem, chain_pem);
+	kh_pam_time_add(opts, KH_STEP_MINT);
 	rec->key_pem = key_pem;
 	key_pem = NULL;
 	rec->created = now;
@@ -162,8 +170,10 @@ out:
 	if (chain != NULL)
 		sk_X509_pop_free(chain, X509_free);
 	EVP_PKEY_free(session_key);
+	kh_pam_time_mark(opts);
 	EVP_PKEY_free(issuer_key);      /* before its module goes away */
 	kh_p11_close(p11);
+	kh_pam_time_add(opts, KH_STEP_P11_CLOSE);
 	return rc;
 }
 
@@ -198,13 +208,18 @@ seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 			kh_fail(&err, KH_ERR_INTERNAL, "out of memory");
 			goto out;
 		}
-	if (mint_record(policy, is, l, rec, &err) != 0)
+	if (mint_record(opts, policy, is, l, rec, &err) != 0)
 		goto out;
-	/* session.deliver: the relay may take the key (and keep it alone). */
-	if ((delivered = kh_pam_relay_deliver(pamh, opts, policy, rec, &err)) < 0)
+	/* session.deliver: the relay may take the key (and keep it alone).
+	 * The step relay is timed only when the policy sends to the relay. */
+	delivered = kh_policy_delivers_to_relay(policy) ?
+		    KH_STEP(opts, KH_STEP_RELAY, kh_pam_relay_deliver(pamh, opts, policy, rec, &err)) :
+		    kh_pam_relay_deliver(pamh, opts, policy, rec, &err);
+	if (delivered < 0)
 		goto out;
-	if (kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, kind, serial,
-			   &err) != 0) {
+	if (KH_STEP(opts, KH_STEP_STORE,
+		    kh_cache_login(rec, policy->session.cache_pin ? l->pin : NULL, kind, serial,
+				   &err)) != 0) {
 		if (delivered)
 			kh_pam_relay_undo(pamh, policy, rec);
 		goto out;
@@ -298,16 +313,17 @@ count_only(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	uid_t uid;
 	gid_t gid;
 
-	if (opts->join || kh_pam_get_user(pamh, &user, &uid, &gid) != PAM_SUCCESS)
+	if (opts->join ||
+	    KH_STEP(opts, KH_STEP_USER, kh_pam_get_user(pamh, &user, &uid, &gid)) != PAM_SUCCESS)
 		return PAM_IGNORE;
-	policy = kh_pam_load_policy(pamh, opts);
+	KH_TIMED(opts, KH_STEP_POLICY, policy = kh_pam_load_policy(pamh, opts));
 	if (policy == NULL)
 		return PAM_IGNORE;
 	o = opened_new(uid, user, policy, 0);
 	kh_policy_free(policy);
 	if (o == NULL)
 		return PAM_IGNORE;
-	if (kh_cache_login_count(uid, user, &err) != 0)
+	if (KH_STEP(opts, KH_STEP_STORE, kh_cache_login_count(uid, user, &err)) != 0)
 		kh_pam_log_fail(pamh, user, "login accounting", &err);
 	else
 		o->counted = true;
@@ -317,13 +333,13 @@ count_only(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 
 /* The user PAM_USER names now must be the one that authenticated. */
 static int
-same_user(pam_handle_t *pamh, const struct kh_pam_login *l)
+same_user(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_pam_login *l)
 {
 	const char *user;
 	uid_t uid;
 	gid_t gid;
 
-	if (kh_pam_get_user(pamh, &user, &uid, &gid) != PAM_SUCCESS)
+	if (KH_STEP(opts, KH_STEP_USER, kh_pam_get_user(pamh, &user, &uid, &gid)) != PAM_SUCCESS)
 		return 0;
 	if (strcmp(user, l->user) == 0 && uid == l->uid)
 		return 1;
@@ -397,11 +413,12 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	kh_error err = { 0 };
 	int rc;
 
-	if (!same_user(pamh, l))
+	if (!same_user(pamh, opts, l))
 		return count_only(pamh, opts);
-	if (opts->join && (rc = join_check(pamh, opts, l)) != PAM_SUCCESS)
+	if (opts->join &&
+	    (rc = KH_STEP(opts, KH_STEP_JOIN, join_check(pamh, opts, l))) != PAM_SUCCESS)
 		return rc;
-	policy = kh_pam_load_policy(pamh, opts);
+	KH_TIMED(opts, KH_STEP_POLICY, policy = kh_pam_load_policy(pamh, opts));
 	if (policy == NULL)
 		return PAM_SESSION_ERR;
 	rc = polkit_allows(pamh, opts, policy, l);
@@ -430,7 +447,7 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	}
 	kh_policy_free(policy);
 	if (!o->counted && !opts->join) {
-		if (kh_cache_login_count(l->uid, l->user, &err) != 0)
+		if (KH_STEP(opts, KH_STEP_STORE, kh_cache_login_count(l->uid, l->user, &err)) != 0)
 			kh_pam_log_fail(pamh, l->user, "login accounting", &err);
 		else
 			o->counted = true;
@@ -450,7 +467,7 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	int rc;
 
 	/* Always consumed, so the handle never reaches the user's shell. */
-	if (kh_pam_handoff_take(pamh, &stashed) > 0 && l == NULL)
+	if (KH_STEP(opts, KH_STEP_HANDOFF, kh_pam_handoff_take(pamh, &stashed)) > 0 && l == NULL)
 		l = stashed;
 	if (l == NULL) {
 		if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || user == NULL)
@@ -477,15 +494,20 @@ kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		return PAM_IGNORE;
 	}
 	o = data;
-	r = o->counted ? kh_cache_logout(o->uid, o->user, o->serials, o->n,
-					 o->revoke_on_logout, &err) : 0;
+	r = o->counted ? KH_STEP(opts, KH_STEP_LOGOUT,
+				 kh_cache_logout(o->uid, o->user, o->serials, o->n,
+						 o->revoke_on_logout, &err)) : 0;
 	if (r < 0)
 		kh_pam_log_fail(pamh, o->user, "logout", &err);
 	else
 		kh_pam_debug(pamh, opts, "user '%s': %s", o->user,
 			     r == 1 ? "kube session ended" : "kube session kept");
-	/* The uid's session ended: so does the relay's copy, with its connections. */
-	if (r == 1)
+	/* The uid's session ended: so does the relay's copy, with its connections
+	 * (the step relay only when there is a relay to tell). */
+	if (r == 1 && o->relay_rundir != NULL)
+		KH_TIMED(opts, KH_STEP_RELAY,
+			 kh_pam_relay_forget(pamh, opts, o->relay_rundir, o->uid, o->user));
+	else if (r == 1)
 		kh_pam_relay_forget(pamh, opts, o->relay_rundir, o->uid, o->user);
 	/* Done once: a second close_session of this handle does nothing. */
 	(void)pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);

@@ -218,47 +218,6 @@ kh_pk_ask(struct kh_pk_call *call, PolkitAuthority *authority,
 	return result;
 }
 
-/*
- * The start time (clock ticks since boot, field 22 of /proc/PID/stat)
- * pins the subject to this process: a recycled pid has another one.
- */
-static int
-kh_pk_start_time(pid_t pid, guint64 *start, kh_error *err)
-{
-	char path[64], buf[1024];
-	const char *p;
-	FILE *f;
-	size_t n;
-	int field;
-	char *end;
-	unsigned long long v;
-
-	(void)snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	f = fopen(path, "re");
-	if (f == NULL)
-		return kh_fail(err, KH_ERR_NOTFOUND,
-			       "polkit: process %ld does not exist (%s)",
-			       (long)pid, strerror(errno));
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	(void)fclose(f);
-	buf[n] = '\0';
-	/* comm (field 2) may hold spaces and ')': fields restart after the last ')'. */
-	p = strrchr(buf, ')');
-	if (p == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "polkit: cannot parse %s", path);
-	p++;
-	for (field = 2; field < 21 && p != NULL; field++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "polkit: cannot parse %s", path);
-	errno = 0;
-	v = strtoull(p + 1, &end, 10);
-	if (errno != 0 || end == p + 1 || (*end != ' ' && *end != '\0'))
-		return kh_fail(err, KH_ERR_INTERNAL, "polkit: cannot parse %s", path);
-	*start = v;
-	return 0;
-}
-
 /* polkit action ids: lower-case ASCII letters, digits, '.' and '-'. */
 static bool
 kh_pk_action_id_valid(const char *id)
@@ -302,23 +261,6 @@ kh_pk_details(const char *const *kv, kh_error *err)
 		polkit_details_insert(details, kv[i], kv[i + 1]);
 	}
 	return details;
-}
-
-static int
-kh_pk_unreachable(enum kh_polkit_mode mode, const char *action_id,
-		  const char *why, bool *unreachable, kh_error *err)
-{
-	if (mode == KH_POLKIT_IF_AVAILABLE) {
-		if (unreachable != NULL)
-			*unreachable = true;
-		(void)kh_fail(err, KH_ERR_UNSUPPORTED,
-			      "polkit unreachable (%s); %s allowed by polkit.mode = if-available",
-			      why, action_id);
-		return 1;
-	}
-	return kh_fail(err, KH_ERR_PERM,
-		       "polkit unreachable (%s), policy requires it (polkit.mode = required): %s refused",
-		       why, action_id);
 }
 
 /*
@@ -392,7 +334,7 @@ kh_pk_run(enum kh_polkit_mode mode, const char *action_id,
 			     action_id, gerr->message);
 	} else if (kh_pk_absent(&call, gerr)) {
 		kh_pk_why(&call, gerr, why, sizeof(why));
-		rc = kh_pk_unreachable(mode, action_id, why, unreachable, err);
+		rc = kh_polkit_unreachable(mode, action_id, why, unreachable, err);
 	} else {
 		kh_pk_why(&call, gerr, why, sizeof(why));
 		rc = kh_fail(err, KH_ERR_PERM, "polkit did not answer (%s): %s refused, whatever "
@@ -419,7 +361,7 @@ kh_polkit_check_timeout(enum kh_polkit_mode mode, const char *action_id,
 {
 	PolkitSubject *subject;
 	PolkitDetails *pdetails;
-	guint64 start;
+	uint64_t start;
 	int rc;
 
 	if (unreachable != NULL)
@@ -437,7 +379,7 @@ kh_polkit_check_timeout(enum kh_polkit_mode mode, const char *action_id,
 		timeout_ms = KH_POLKIT_TIMEOUT_MS;
 	if (timeout_ms > INT_MAX - KH_POLKIT_GRACE_MS)
 		return kh_fail(err, KH_ERR_INPUT, "polkit: timeout too large");
-	if (kh_pk_start_time(pid, &start, err) < 0)
+	if (kh_polkit_start_time(pid, &start, err) < 0)
 		return -1;
 	pdetails = kh_pk_details(details, err);
 	if (pdetails == NULL)

@@ -20,6 +20,7 @@
 #define KH_POLKIT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/kh_error.h"
@@ -104,5 +105,21 @@ struct kh_polkit_login {
 int kh_polkit_check_login(enum kh_polkit_mode mode, pid_t pid, uid_t uid,
 			  const struct kh_polkit_login *login,
 			  bool *unreachable, kh_error *err);
+
+/* ---- no GLib: pam/kh_polkit_common.c, in the plugin and the module ----- */
+
+/* The start time of process pid (clock ticks since boot, field 22 of
+ * /proc/PID/stat), which pins a polkit subject to that process: a recycled
+ * pid has another one.  0, or -1 with err. */
+int kh_polkit_start_time(pid_t pid, uint64_t *start, kh_error *err);
+
+/*
+ * The verdict on a bus or polkitd that is not there at all (`why` says
+ * how): under mode "if-available" 1, *unreachable set and the line to log
+ * in err->msg; under "required" -1 (KH_ERR_PERM).  The plugin's answer,
+ * and the module's when it finds no bus before loading the plugin.
+ */
+int kh_polkit_unreachable(enum kh_polkit_mode mode, const char *action_id,
+			  const char *why, bool *unreachable, kh_error *err);
 
 #endif

@@ -19,7 +19,7 @@ pam_libkh_pam_la_SOURCES = pam/kh_pam.h \
 	pam/kh_pam_polkit.c \
 	pam/kh_pam_options.c pam/kh_pam_policy.c pam/kh_pam_user.c \
 	pam/kh_pam_log.c pam/kh_pam_prompt.c pam/kh_pam_state.c \
-	pam/kh_pam_groups.c
+	pam/kh_pam_groups.c pam/kh_pam_timing.c
 pam_libkh_pam_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKH_POLKIT_PLUGIN='"$(pkglibdir)/kubehsm-polkit.so"'
 pam_libkh_pam_la_CFLAGS = $(AM_CFLAGS) $(PAM_CFLAGS) $(CRYPTO_CFLAGS) \
@@ -30,7 +30,8 @@ pam_pam_kubehsm_la_SOURCES = pam/pam_kubehsm.c
 pam_pam_kubehsm_la_CFLAGS = $(pam_libkh_pam_la_CFLAGS)
 pam_pam_kubehsm_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^pam_sm_' -Wl,-z,defs
-pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la $(kh_all_libs) $(PAM_LIBS)
+pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la pam/libkh-polkit-common.la $(kh_all_libs) \
+	$(PAM_LIBS)
 
 # The polkit client (pam/kh_polkit.c), built as a plugin the module loads
 # only when polkit.mode is not "off" (pam/kh_pam_polkit.c):
@@ -40,7 +41,14 @@ pam_pam_kubehsm_la_LIBADD = pam/libkh-pam.la $(kh_all_libs) $(PAM_LIBS)
 noinst_LTLIBRARIES += pam/libkh-polkit.la
 pam_libkh_polkit_la_SOURCES = pam/kh_polkit.c pam/kh_polkit.h
 pam_libkh_polkit_la_CFLAGS = $(AM_CFLAGS) $(POLKIT_CFLAGS)
-pam_libkh_polkit_la_LIBADD = lib/libkh-error.la $(POLKIT_LIBS)
+pam_libkh_polkit_la_LIBADD = pam/libkh-polkit-common.la lib/libkh-error.la $(POLKIT_LIBS)
+
+# What the plugin and the module share without GLib (pam/kh_polkit_common.c):
+# the subject's start time and the verdict on an absent polkit, so the
+# module's look at the bus before loading the plugin decides as the plugin
+# does, in the same words.
+noinst_LTLIBRARIES += pam/libkh-polkit-common.la
+pam_libkh_polkit_common_la_SOURCES = pam/kh_polkit_common.c
 
 pkglib_LTLIBRARIES += pam/kubehsm-polkit.la
 pam_kubehsm_polkit_la_SOURCES =

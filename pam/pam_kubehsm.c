@@ -56,15 +56,27 @@ setcred_result(pam_handle_t *pamh)
 	return PAM_AUTHINFO_UNAVAIL;
 }
 
+/*
+ * With timing= (bench/TIMING.md) each entry point's steps are timed from
+ * here, after its options are parsed, to just before its line is written.
+ */
 static int
 dispatch(enum entry e, pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
+	static const char *const phase[] = {
+		[AUTH] = "auth", [SETCRED] = "setcred", [OPEN] = "open", [CLOSE] = "close",
+	};
+	struct kh_pam_timing timing;
 	struct kh_pam_opts opts;
 	int rc;
 
 	(void)flags;
 	kh_json_wipe_on_free(true);
 	rc = kh_pam_parse_opts(pamh, argc, argv, &opts);
+	if (rc == PAM_SUCCESS && opts.timing_dest != NULL) {
+		kh_pam_timing_begin(&timing, opts.timing_dest, phase[e]);
+		opts.timing = &timing;
+	}
 	if (rc == PAM_SUCCESS) {
 		switch (e) {
 		case AUTH:
@@ -80,6 +92,8 @@ dispatch(enum entry e, pam_handle_t *pamh, int flags, int argc, const char **arg
 			rc = kh_pam_close_session(pamh, &opts);
 			break;
 		}
+		if (opts.timing != NULL)
+			kh_pam_timing_end(pamh, opts.timing, rc);
 	}
 	kh_json_wipe_on_free(false);
 	return rc;

@@ -3,8 +3,10 @@
 # left in the memory of the login, and nothing of the module's in a kernel
 # keyring that another uid can read by possessing it.
 TESTS += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh \
+	tests/integration/pam/pam_timing.sh \
 	tests/integration/pam/pam_valgrind.sh tests/integration/pam/pam_secrets.sh \
 	tests/integration/pam/pam_keyring.sh
 EXTRA_DIST += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh \
+	tests/integration/pam/pam_timing.sh \
 	tests/integration/pam/pam_common.sh tests/integration/pam/pam_valgrind.sh \
 	tests/integration/pam/pam_secrets.sh tests/integration/pam/pam_keyring.sh

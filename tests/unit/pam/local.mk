@@ -38,7 +38,7 @@ pam_unit_wraps = $(fakepam_ldflags) \
 # libfakepam.la after the tree's libraries, which look accounts up too: a
 # static link resolves only from archives after the reference.
 pam_unit_ldadd = pam/pam_kubehsm_la-pam_kubehsm.lo pam/libkh-pam.la \
-	tests/unit/pam/libpamfakes.la $(kh_all_libs) tests/fakepam/libfakepam.la \
+	pam/libkh-polkit-common.la tests/unit/pam/libpamfakes.la $(kh_all_libs) tests/fakepam/libfakepam.la \
 	$(CMOCKA_LIBS) $(CRYPTO_LIBS) $(JANSSON_LIBS) $(LIBP11_LIBS) $(KEYUTILS_LIBS) \
 	$(LIBCONFIG_LIBS)
 
