@@ -164,10 +164,7 @@ kh_token_key(const struct kh_policy *policy, const struct kh_record *rec, const 
 	    kh_p11_login(*p11, pin, err) != 0)
 		goto out;
 	c = kh_token_chosen_cert(&choice);
-	if (c->id_len > 0)
-		rc = kh_p11_find_key_by_id(*p11, c->id, c->id_len, key_label, key, err);
-	else
-		rc = kh_p11_find_key(*p11, key_label, "", key, err);
+	rc = kh_p11_find_cert_key(*p11, c, key_label, kh_token_chosen(&choice)->label, key, err);
 out:
 	if (rc != 0) {
 		kh_p11_close(*p11);

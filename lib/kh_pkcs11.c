@@ -66,6 +66,12 @@ kh_p11_token_gone(unsigned long ckr)
 	return ckr == CKR_TOKEN_NOT_PRESENT || ckr == CKR_DEVICE_REMOVED;
 }
 
+bool
+kh_p11_last_error_token_gone(void)
+{
+	return kh_p11_token_gone(kh_p11_last_ckr());
+}
+
 /* A failed token operation: "removed" when the token went away, else the
  * library's own reason. */
 static int
@@ -765,6 +771,18 @@ kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 }
 
 int
+kh_p11_find_cert_key(struct kh_p11 *p, const struct kh_p11_cert *cert, const char *key_label,
+		     const char *token_label, EVP_PKEY **key, kh_error *err)
+{
+	if (cert->id_len > 0)
+		return kh_p11_find_key_by_id(p, cert->id, cert->id_len, key_label, key, err);
+	if (key_label[0] != '\0')
+		return kh_p11_find_key(p, key_label, "", key, err);
+	return kh_fail(err, KH_ERR_NOTFOUND, "the certificate on token '%s' has no CKA_ID to "
+		       "find its key by; set token.key_label", token_label);
+}
+
+int
 kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t, const unsigned char *id,
 		size_t id_len, struct kh_p11_key_info *info, kh_error *err)
 {
@@ -842,102 +860,6 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 	}
 }
 
-int
-kh_p11_sign_challenge(EVP_PKEY *key, const unsigned char *challenge, size_t len,
-		      unsigned char **sig, size_t *siglen, kh_error *err)
-{
-	EVP_MD_CTX *md = NULL;
-	unsigned char *out = NULL;
-	size_t n = 0;
-	int rc = -1;
-
-	*sig = NULL;
-	*siglen = 0;
-	if (key == NULL || challenge == NULL || len == 0)
-		return kh_fail(err, KH_ERR_INTERNAL, "nothing to sign the challenge with");
-	ERR_clear_error();
-	md = EVP_MD_CTX_new();
-	if (md == NULL || EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
-	    EVP_DigestSign(md, NULL, &n, challenge, len) != 1) {
-		kh_fail_ssl(err, KH_ERR_TOKEN, "the token cannot sign");
-		goto out;
-	}
-	out = OPENSSL_malloc(n);
-	if (out == NULL || EVP_DigestSign(md, out, &n, challenge, len) != 1) {
-		if (kh_p11_token_gone(kh_p11_last_ckr())) {
-			ERR_clear_error();
-			kh_fail(err, KH_ERR_NOTFOUND, "the token was removed while signing");
-		} else {
-			kh_fail_ssl(err, KH_ERR_TOKEN, "the token failed to sign the challenge");
-		}
-		goto out;
-	}
-	*sig = out;
-	*siglen = n;
-	out = NULL;
-	rc = 0;
-out:
-	EVP_MD_CTX_free(md);
-	OPENSSL_free(out);
-	return rc;
-}
-
-int
-kh_p11_verify_challenge(X509 *cert, const unsigned char *challenge, size_t len,
-			const unsigned char *sig, size_t siglen, kh_error *err)
-{
-	EVP_MD_CTX *md = NULL;
-	EVP_PKEY *pub;
-	int rc = -1;
-
-	if (cert == NULL || challenge == NULL || len == 0)
-		return kh_fail(err, KH_ERR_INTERNAL, "proof of possession needs a certificate "
-			       "and a challenge");
-	pub = X509_get0_pubkey(cert);
-	if (pub == NULL)
-		return kh_fail_ssl(err, KH_ERR_REFUSED, "the certificate's public key cannot be read");
-	ERR_clear_error();
-	md = EVP_MD_CTX_new();
-	if (md == NULL || EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, pub) != 1) {
-		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot set up signature verification");
-		goto out;
-	}
-	if (sig == NULL || siglen == 0 ||
-	    EVP_DigestVerify(md, sig, siglen, challenge, len) != 1) {
-		kh_fail(err, KH_ERR_AUTH,
-			"proof of possession failed: the token key does not match the certificate");
-		ERR_clear_error();
-		goto out;
-	}
-	rc = 0;
-out:
-	EVP_MD_CTX_free(md);
-	return rc;
-}
-
-int
-kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
-{
-	unsigned char challenge[KH_CHALLENGE_LEN];
-	unsigned char *sig = NULL;
-	size_t siglen = 0;
-	int rc;
-
-	if (key == NULL || cert == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "proof of possession needs a key and a certificate");
-	if (X509_get0_pubkey(cert) == NULL)
-		return kh_fail_ssl(err, KH_ERR_REFUSED, "the certificate's public key cannot be read");
-	if (RAND_bytes(challenge, sizeof(challenge)) != 1)
-		return kh_fail_ssl(err, KH_ERR_INTERNAL, "no random bytes for the challenge");
-	if (kh_p11_sign_challenge(key, challenge, sizeof(challenge), &sig, &siglen, err) != 0)
-		return -1;
-	rc = kh_p11_verify_challenge(cert, challenge, sizeof(challenge), sig, siglen, err);
-	OPENSSL_free(sig);
-	return rc;
-}
-
-/* The one initialised token labelled u->token, which must match the
- * URI's other token attributes too. */
 static int
 kh_p11_token_for_uri(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
 		     kh_error *err)
@@ -1001,90 +923,6 @@ kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *ur
 out:
 	kh_p11_close(p);
 	kh_p11_uri_clear(&u);
-	return rc;
-}
-
-/* ---- PIN files ---- */
-
-int
-kh_p11_read_pin_file(const char *path, char **pin, kh_error *err)
-{
-	/* Room for the longest PIN, its newline, and one byte to see overlong files. */
-	const size_t cap = KH_P11_PIN_MAX + 2;
-	char *buf = NULL;
-	size_t len = 0;
-	struct stat st;
-	ssize_t r;
-	int fd, rc = -1;
-
-	*pin = NULL;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return kh_fail(err, errno == ELOOP ? KH_ERR_PERM : KH_ERR_CONFIG,
-			       "PIN file %s: %s%s", path, strerror(errno),
-			       errno == ELOOP ? " (symbolic links are refused)" : "");
-	if (fstat(fd, &st) != 0) {
-		kh_fail(err, KH_ERR_CONFIG, "PIN file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		kh_fail(err, KH_ERR_PERM, "PIN file %s is not a regular file", path);
-		goto out;
-	}
-	/* The loader checked the path when it loaded the policy; this is the
-	 * file actually read, which someone may have replaced since. */
-	if (st.st_uid != geteuid()) {
-		kh_fail(err, KH_ERR_PERM, "PIN file %s is owned by uid %lu, not by uid %lu "
-			"that reads it", path, (unsigned long)st.st_uid, (unsigned long)geteuid());
-		goto out;
-	}
-	if ((st.st_mode & 077) != 0) {
-		kh_fail(err, KH_ERR_PERM, "PIN file %s has mode %04o: group/others could read "
-			"the PIN; chmod 0600 %s", path, (unsigned int)(st.st_mode & 07777), path);
-		goto out;
-	}
-	if (st.st_size > (off_t)(KH_P11_PIN_MAX + 1)) {
-		kh_fail(err, KH_ERR_CONFIG, "PIN file %s is longer than %d bytes", path, KH_P11_PIN_MAX);
-		goto out;
-	}
-	buf = malloc(cap + 1);
-	if (buf == NULL) {
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		goto out;
-	}
-	while (len < cap) {
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			kh_fail(err, KH_ERR_CONFIG, "PIN file %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	if (len > KH_P11_PIN_MAX + 1) {
-		kh_fail(err, KH_ERR_CONFIG, "PIN file %s is longer than %d bytes", path, KH_P11_PIN_MAX);
-		goto out;
-	}
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
-	buf[len] = '\0';
-	if (len == 0 || len > KH_P11_PIN_MAX || memchr(buf, '\0', len) != NULL ||
-	    memchr(buf, '\n', len) != NULL) {
-		kh_fail(err, KH_ERR_CONFIG,
-			"PIN file %s must hold one PIN of 1 to %d bytes on one line", path,
-			KH_P11_PIN_MAX);
-		goto out;
-	}
-	*pin = buf;
-	buf = NULL;
-	rc = 0;
-out:
-	if (buf != NULL)
-		kh_secure_free(buf, cap + 1);
-	(void)close(fd);
 	return rc;
 }
 

@@ -169,6 +169,18 @@ int kh_p11_find_key(struct kh_p11 *p, const char *key_label,
 int kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 			  const char *key_label, EVP_PKEY **key, kh_error *err);
 
+/* Did the last libp11 failure (OpenSSL's error queue) say the token went
+ * away (CKR_TOKEN_NOT_PRESENT, CKR_DEVICE_REMOVED)? */
+bool kh_p11_last_error_token_gone(void);
+
+/* The key of a certificate the token showed (after login), by the PKCS#11
+ * convention: the private key with its CKA_ID (and CKA_LABEL key_label,
+ * when not ""); by key_label alone when the certificate has no CKA_ID.
+ * token_label names the token in messages. */
+int kh_p11_find_cert_key(struct kh_p11 *p, const struct kh_p11_cert *cert,
+			 const char *key_label, const char *token_label, EVP_PKEY **key,
+			 kh_error *err);
+
 /*
  * What token t (listed by kh_p11_list_tokens) says of its private key with
  * CKA_ID id, read straight from the module on a session of its own:
@@ -180,26 +192,6 @@ int kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t,
 		    struct kh_p11_key_info *info, kh_error *err);
 
 /*
- * Proof of possession: sign 32 fresh random bytes with `key` and verify the
- * signature with the public key of `cert`.  KH_ERR_AUTH if it does not
- * verify (the key on the token is not the certificate's).
- */
-int kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err);
-
-/* Its two halves, for a key root does not hold itself (the forwarded
- * token's process, pam/kh_pam_fwd.c, signs; root verifies over its own
- * challenge).  Sign `challenge` with SHA-256 and key: *sig is freed with
- * OPENSSL_free. */
-#define KH_CHALLENGE_LEN 32
-int kh_p11_sign_challenge(EVP_PKEY *key, const unsigned char *challenge, size_t len,
-			  unsigned char **sig, size_t *siglen, kh_error *err);
-
-/* Verify sig over challenge with the public key of cert (SHA-256, as
- * kh_p11_sign_challenge signs).  KH_ERR_AUTH when it does not verify. */
-int kh_p11_verify_challenge(X509 *cert, const unsigned char *challenge, size_t len,
-			    const unsigned char *sig, size_t siglen, kh_error *err);
-
-/*
  * The issuer key named by `uri` on the module at `module` (with env set
  * around its initialisation), logged in with `pin`.  On success *handle
  * keeps the module session open for as long as the key is used: free the
@@ -208,15 +200,6 @@ int kh_p11_verify_challenge(X509 *cert, const unsigned char *challenge, size_t l
 int kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
 			const char *pin, struct kh_p11 **handle, EVP_PKEY **key,
 			kh_error *err);
-
-/*
- * Read a PIN file: no symlink, a regular file owned by the reading (effective)
- * uid with no group/other access — checked on the descriptor read, since the
- * path may have changed since the policy loader checked it — at most
- * KH_P11_PIN_MAX bytes, one trailing newline stripped, no NUL or other
- * newline inside.  *pin is freed with kh_secure_strfree.
- */
-int kh_p11_read_pin_file(const char *path, char **pin, kh_error *err);
 
 /* Keep libp11 mapped once loaded (for a dlclose'd PAM module). */
 bool kh_p11_pin_library(void);

@@ -230,13 +230,6 @@ struct kh_p11 *kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_
 					const struct kh_policy *policy, const char *user,
 					uid_t uid, char **forward_path, kh_error *err);
 
-/* The private key of the user's certificate cert on p11 (logged in): the one
- * with its CKA_ID (and CKA_LABEL key_label, when not ""); by key_label alone
- * when the certificate has no CKA_ID.  token_label names the token in
- * messages. */
-struct kh_p11_cert;
-int kh_pam_find_key(struct kh_p11 *p11, const struct kh_p11_cert *cert, const char *key_label,
-		    const char *token_label, EVP_PKEY **key, kh_error *err);
 
 /* ---- auth → session hand-off across processes (kh_pam_handoff.c) --------- */
 

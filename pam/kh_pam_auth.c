@@ -36,6 +36,7 @@
 #include <security/pam_modules.h>
 
 #include "cache/kh_cache.h"
+#include "lib/kh_challenge.h"
 #include "lib/kh_mem.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_template.h"
@@ -487,18 +488,6 @@ token_login(struct auth_ctx *c, bool stored, bool *wrong)
 	return PAM_SUCCESS;
 }
 
-int
-kh_pam_find_key(struct kh_p11 *p11, const struct kh_p11_cert *cert, const char *key_label,
-		const char *token_label, EVP_PKEY **key, kh_error *err)
-{
-	if (cert->id_len > 0)
-		return kh_p11_find_key_by_id(p11, cert->id, cert->id_len, key_label, key, err);
-	if (key_label[0] != '\0')
-		return kh_p11_find_key(p11, key_label, "", key, err);
-	return kh_fail(err, KH_ERR_NOTFOUND, "the certificate on token '%s' has no CKA_ID to "
-		       "find its key by; set token.key_label", token_label);
-}
-
 /* The forwarded token's proof: its process found the key and signed root's
  * challenge (c->answer), and the signature verifies with the certificate
  * root validated. */
@@ -542,7 +531,7 @@ login_and_prove(struct auth_ctx *c)
 	if (c->forwarded)
 		return fwd_prove(c);
 	if (KH_STEP(c->opts, KH_STEP_CHALLENGE,
-		    kh_pam_find_key(c->p11, c->cert, c->key_label, c->tok->label, &c->key,
+		    kh_p11_find_cert_key(c->p11, c->cert, c->key_label, c->tok->label, &c->key,
 				    &err)) != 0)
 		return fail_log(c, "token key", &err, pam_code_for_lookup(&err));
 	if (KH_STEP(c->opts, KH_STEP_CHALLENGE,

@@ -68,6 +68,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 
+#include "lib/kh_challenge.h"
 #include "lib/kh_io.h"
 #include "lib/kh_mem.h"
 #include "lib/kh_pkcs11.h"
@@ -327,7 +328,7 @@ child_prove(struct kh_p11 *p11, struct kh_p11_token *t, const struct kh_p11_cert
 		goto fail;
 	}
 	a->stage = KH_FWD_STAGE_KEY;
-	if (kh_pam_find_key(p11, c, s->key_label, t->label, &key, &err) != 0)
+	if (kh_p11_find_cert_key(p11, c, s->key_label, t->label, &key, &err) != 0)
 		goto fail;
 	a->stage = KH_FWD_STAGE_SIGN;
 	if (kh_p11_sign_challenge(key, challenge, KH_CHALLENGE_LEN, &a->sig, &a->sig_len,

@@ -22,6 +22,7 @@
 
 #include <openssl/x509.h>
 
+#include "lib/kh_challenge.h"
 #include "lib/kh_error.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_token.h"

@@ -18,6 +18,7 @@
 
 #include <openssl/x509.h>
 
+#include "lib/kh_challenge.h"
 #include "lib/kh_mem.h"
 #include "lib/kh_pkcs11.h"
 #include "pam/kh_pam.h"

@@ -43,8 +43,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/kh_challenge.h"
 #include "lib/kh_env.h"
 #include "lib/kh_mem.h"
+#include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_token.h"
 #include "lib/kh_x509.h"

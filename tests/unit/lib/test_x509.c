@@ -22,6 +22,7 @@
 #include <openssl/x509v3.h>
 
 #include "lib/kh_mem.h"
+#include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_x509.h"
 

@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "lib/kh_challenge.h"
 #include "lib/kh_pkcs11.h"
 #include "pam/kh_pam_forward_child.h"
 #include "tests/unit/pam/fakes.h"
