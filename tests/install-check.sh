@@ -56,10 +56,11 @@ if [ -n "$sbindir" ]; then
 	needed=$(objdump -p "$relayd" 2>/dev/null | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
 	case "$needed" in
 	*libp11* | *libpam* | *polkit*) false ;;
-	*libevent_openssl*) true ;;
+	*libevent-2*libssl*libhttp_parser* | *libevent-2*libhttp_parser*libssl*) true ;;
 	*) false ;;
 	esac
-	check $? "kubehsm-relayd links libevent_openssl, not libp11, PAM or polkit (NEEDED: $needed)"
+	# (libssl on the raw descriptor since issue #23, not libevent_openssl)
+	check $? "kubehsm-relayd links libevent, libssl and http-parser, not libp11, PAM or polkit (NEEDED: $needed)"
 fi
 if [ -n "$unitdir" ] && [ "$unitdir" != no ]; then
 	grep -qx "ExecStart=$sbindir/kubehsm-relayd --foreground" \
