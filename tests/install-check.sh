@@ -54,12 +54,13 @@ check $? "pam_kubehsm.so links neither libpolkit nor GLib (NEEDED: $needed)"
 if [ -n "$sbindir" ]; then
 	[ -x "$relayd" ]; check $? "kubehsm-relayd is installed in $sbindir"
 	needed=$(objdump -p "$relayd" 2>/dev/null | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
-	case "$needed" in
-	*libp11* | *libpam* | *polkit*) false ;;
-	*libevent-2*libssl*libhttp_parser* | *libevent-2*libhttp_parser*libssl*) true ;;
-	*) false ;;
-	esac
 	# (libssl on the raw descriptor since issue #23, not libevent_openssl)
+	rc=0
+	for lib in libevent- libssl. libhttp_parser.; do
+		case "$needed" in *"$lib"*) ;; *) rc=1 ;; esac
+	done
+	case "$needed" in *libp11* | *libpam* | *polkit*) rc=1 ;; esac
+	[ $rc = 0 ]
 	check $? "kubehsm-relayd links libevent, libssl and http-parser, not libp11, PAM or polkit (NEEDED: $needed)"
 fi
 if [ -n "$unitdir" ] && [ "$unitdir" != no ]; then
