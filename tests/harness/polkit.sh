@@ -110,11 +110,37 @@ _pk_private_bus() {
 	on_exit "_pk_stop_bus"
 }
 
+# The machine has one system bus: tests that use it (--system) take turns.
+# Otherwise one that started it stops it at its end while another, which
+# found it answering and reused it, still talks through it (make check -j
+# ran login_forward.sh beside piv_logins.sh: "Could not connect: Connection
+# refused").  The lock is held on an open file description, which the
+# daemons this script starts do not inherit; it is given up explicitly
+# last at exit, after the bus and polkitd are stopped.
+KH_POLKIT_SYSTEM_LOCK=/run/lock/kubehsm-tests-system-bus.lock
+_pk_lock_fd=
+
+_pk_system_lock() {
+	mkdir -p "$(dirname "$KH_POLKIT_SYSTEM_LOCK")"
+	exec {_pk_lock_fd}>>"$KH_POLKIT_SYSTEM_LOCK" || return 1
+	on_exit "flock -u $_pk_lock_fd; exec $_pk_lock_fd>&-"
+	flock -w 900 "$_pk_lock_fd" ||
+		diag "polkit: another test held the system bus for 15 minutes; going on without the lock"
+	return 0
+}
+
+# CMD... run without the lock's descriptor (a daemon must not hold it);
+# in the foreground only ($! would name a subshell).
+_pk_unlocked() {
+	if [ -n "$_pk_lock_fd" ]; then "$@" {_pk_lock_fd}>&-; else "$@"; fi
+}
+
 _pk_system_bus() {
 	POLKIT_BUS_ADDRESS=unix:path=$KH_POLKIT_SYSTEM_SOCKET
+	_pk_system_lock || return 1
 	_pk_bus_answers >/dev/null 2>&1 && return 0
 	mkdir -p /run/dbus
-	_pk_bus_pid=$(dbus-daemon --system --fork --print-pid) || return 1
+	_pk_bus_pid=$(_pk_unlocked dbus-daemon --system --fork --print-pid) || return 1
 	on_exit "_pk_stop_bus"
 }
 
@@ -155,7 +181,11 @@ _pk_start_polkitd() {
 		POLKITD_PID=$owner; POLKITD_OURS=0
 		return 0
 	fi
-	"$KH_POLKITD" --no-debug >"$KH_TMP/polkitd-$$.log" 2>&1 &
+	if [ -n "$_pk_lock_fd" ]; then
+		"$KH_POLKITD" --no-debug >"$KH_TMP/polkitd-$$.log" 2>&1 {_pk_lock_fd}>&- &
+	else
+		"$KH_POLKITD" --no-debug >"$KH_TMP/polkitd-$$.log" 2>&1 &
+	fi
 	POLKITD_PID=$!; POLKITD_OURS=1
 	on_exit "_pk_kill $POLKITD_PID"
 }
