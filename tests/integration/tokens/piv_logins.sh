@@ -97,11 +97,29 @@ p_login() {
 logins_pam "$SSHD_SERVICE" < <(logins_kubehsm_stack "$PIVCONF" keyinit)
 logins_pam login < <(logins_kubehsm_stack "$PIVCONF" keyinit)
 logins_pam su-l < <(logins_kubehsm_stack "$PIVCONF" keyinit)
-sshd_start
-ssh_argv "$alice" kbd
-p_login s1 "sshd keyboard-interactive (empty environment in the auth child)" "${SSH_ARGV[@]}"
+# In a sanitizer build sshd's PAM child (a fork of the single-threaded
+# monitor) hangs in glibc's gettext lock when opensc-pkcs11.so's
+# constructor starts GLib (sc_notify_init -> bindtextdomain), before any of
+# kubehsm's code runs on the card; not seen without the sanitizers.  The
+# sshd cases run in the -Werror build; login(1) and su run in both.
+SSHD_CASES=1
+if [ "$LOGINS_ASAN" = 1 ]; then
+	SSHD_CASES=0
+	diag "sanitizer build: the sshd cases (kbd-interactive, the forwarded card) run only in the -Werror build: sshd's PAM child hangs in bindtextdomain under OpenSC's GLib constructor with ASan preloaded"
+fi
+if [ $SSHD_CASES = 1 ]; then
+	sshd_start
+	ssh_argv "$alice" kbd
+	p_login s1 "sshd keyboard-interactive (empty environment in the auth child)" "${SSH_ARGV[@]}"
+fi
 p_login l1 "login(1)" login "$alice"
 p_login sl1 "su -l by root" su -l "$alice"
+
+if [ $SSHD_CASES = 0 ]; then
+	logins_sanitizer_reports
+	done_testing
+	exit 0
+fi
 
 # --- bob's card on his laptop, forwarded, kubehsm login -------------------------
 polkit_start --system || _logins_bail "polkitd on the system bus did not start"
