@@ -140,6 +140,14 @@ _pk_system_bus() {
 	_pk_system_lock || return 1
 	_pk_bus_answers >/dev/null 2>&1 && return 0
 	mkdir -p /run/dbus
+	# A bus that no longer answers and whose daemon is gone (killed with
+	# the test that started it) leaves its pid file and socket behind, and
+	# dbus-daemon will not start while the pid file exists.
+	local stale
+	stale=$(cat /run/dbus/pid 2>/dev/null)
+	if [ -n "$stale" ] && [ "$(ps -o comm= -p "$stale" 2>/dev/null)" != dbus-daemon ]; then
+		rm -f /run/dbus/pid "$KH_POLKIT_SYSTEM_SOCKET"
+	fi
 	_pk_bus_pid=$(_pk_unlocked dbus-daemon --system --fork --print-pid) || return 1
 	on_exit "_pk_stop_bus"
 }
