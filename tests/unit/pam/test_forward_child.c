@@ -181,6 +181,7 @@ t_hello_malformed(void **state)
 	}
 
 	/* chosen, but no certificate; chosen with a failure */
+	OPENSSL_free(der);
 	good_hello(&h, cert, &der);
 	h.cert_der = NULL;
 	h.cert_len = 0;
