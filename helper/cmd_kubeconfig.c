@@ -43,13 +43,38 @@ kh_kubeconfig_usage(FILE *out)
 		"  -h, --help       show this help\n");
 }
 
+/*
+ * The kubehsm a kubeconfig should run: the front end.  This code runs in
+ * kubehsm-tool, which the front end executed in its place, so
+ * /proc/self/exe names the tool: the front end is the "kubehsm" beside it
+ * (a build tree), else the installed one (KH_FRONT_PATH).  Were the exec
+ * plugin the tool, every kube request would pay the dynamic program the
+ * front end exists to spare it.
+ */
+static const char *
+front_end_path(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	char *slash;
+
+	if (n <= 0)
+		return KH_FRONT_PATH;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash == NULL || strcmp(slash + 1, "kubehsm-tool") != 0)
+		return buf;             /* not the tool: this program itself */
+	if ((size_t)(slash - buf) + sizeof("/kubehsm") > size)
+		return KH_FRONT_PATH;
+	memcpy(slash + 1, "kubehsm", sizeof("kubehsm"));
+	return access(buf, X_OK) == 0 ? buf : KH_FRONT_PATH;
+}
+
 int
 kh_cmd_kubeconfig(int argc, char **argv)
 {
 	const char *name = "kubehsm", *issuer = NULL, *merge = NULL, *command = NULL;
 	const char *api = "client.authentication.k8s.io/v1";
 	char self[PATH_MAX];
-	ssize_t n;
 	int i;
 
 	/* kubehsm-relayd's kubeconfig is another document: cmd_kubeconfig_relay.c */
@@ -94,15 +119,8 @@ kh_cmd_kubeconfig(int argc, char **argv)
 		kh_cli_error("kubeconfig: --issuer must be 1-32 of [A-Za-z0-9._-]");
 		return KH_EXIT_USAGE;
 	}
-	if (command == NULL) {
-		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n <= 0) {
-			command = "kubehsm";
-		} else {
-			self[n] = '\0';
-			command = self;
-		}
-	}
+	if (command == NULL)
+		command = front_end_path(self, sizeof(self));
 	if (strpbrk(command, "'\"\\\n: #") != NULL) {
 		kh_cli_error("kubeconfig: the command path '%s' needs quoting; pass --command", command);
 		return KH_EXIT_USAGE;

@@ -331,6 +331,10 @@ KCG=$KH_TMP/kubeconfig-generated
 chown "$alice" "$KCG"
 grep -q '^      interactiveMode: Never$' "$KCG"
 ok $? "kubeconfig prints an exec entry with interactiveMode: Never"
+# kubeconfig runs in kubehsm-tool (the front end hands it over): the entry
+# must still name the front end, the static program of the warm path.
+is "$(sed -n 's/^      command: //p' "$KCG")" "$(readlink -f "$KUBEHSM")" \
+	"kubeconfig names the kubehsm front end, not kubehsm-tool, as the exec plugin"
 runu "$alice" "${KUBECTLS[-1]}" --kubeconfig "$KCG" get --raw /version </dev/null
 like "$out" 'v1.30.0-kubehsm' "kubectl works with the entry 'kubehsm kubeconfig' printed" || diag "$err"
 KCM=$(getent passwd "$alice" | cut -d: -f6)/kubeconfig-merged   # kubectl writes a lock file beside it
