@@ -7,6 +7,8 @@ bench/relay_report.py keep when they rewrite the file)."""
 import glob, json, os, re, statistics, sys
 from collections import defaultdict
 
+from report_load import busy_note
+
 bench, out_dir = sys.argv[1], sys.argv[2]
 raw = os.path.join(out_dir, "raw")
 machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out_dir, "machine.txt")) if "=" in l)
@@ -189,16 +191,8 @@ o = [BEGIN, "## Login: pam_kubehsm, pam_p11 and the floor module (issues #8, #24
      f" on {m.get('date')}, commit `{m.get('kubehsm_commit')}`, {m.get('cpu')} × {m.get('nproc')}, "
      f"loadavg {m.get('loadavg_start')} → {m.get('loadavg_end')}; pam_p11 {m.get('pam_p11')}, "
      f"SoftHSM {m.get('softhsm')}.", ""]
-try:
-    l0, l1 = (float(m.get(k, "0").split()[0]) for k in ("loadavg_start", "loadavg_end"))
-    ncpu = int(m.get("nproc", "1"))
-except ValueError:
-    l0, l1, ncpu = 0.0, 0.0, 1
-if max(l0, l1) > ncpu:
-    o += [f"**The machine was busy with other work (1-minute load average {l0:g} at the start, "
-          f"{l1:g} at the end, on {ncpu} CPUs): "
-          "absolute times are inflated and the per-round ratios spread; the pooled same-run ratios, "
-          "the CPU-time ratios and the system call counts are the figures to read.**", ""]
+o += busy_note(m, "the per-round ratios",
+                "the pooled same-run ratios, the CPU-time ratios and the system call counts are")
 o += ["`pamtester SERVICE USER authenticate open_session close_session`, PIN on stdin, as root, "
      "through pam_kubehsm (policy as shipped: `polkit.mode` \"if-available\"), Debian's pam_p11 "
      "(authentication only) and `bench/floor/pam_floor.c` (pam_kubehsm's whole job with raw "

@@ -7,6 +7,8 @@ bench/report.py keeps this section when it rewrites the file)."""
 import glob, json, os, re, statistics, sys
 from collections import defaultdict
 
+from report_load import busy_note
+
 bench, out_dir = sys.argv[1], sys.argv[2]
 raw = os.path.join(out_dir, "raw")
 machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out_dir, "machine.txt")) if "=" in l)
@@ -95,15 +97,8 @@ o = [BEGIN, "## Login time per token stack (issue #22)", "",
      f"(libp11 {m.get('libp11')}), SoftHSM {m.get('softhsm')}, OpenSC {m.get('opensc')}, "
      f"ykcs11 {m.get('ykcs11')}, pcscd {m.get('pcscd')}, vpcd {m.get('vpcd')}, "
      f"tpm2-pkcs11 {m.get('tpm2_pkcs11')}, tpm2-abrmd {m.get('tpm2_abrmd')}, swtpm {m.get('swtpm')}.", ""]
-try:
-    l0, l1 = (float(m.get(k, "0").split()[0]) for k in ("loadavg_start", "loadavg_end"))
-    ncpu = int(m.get("nproc", "1"))
-except ValueError:
-    l0, l1, ncpu = 0.0, 0.0, 1
-if max(l0, l1) > ncpu:
-    o += [f"**The machine was busy with other work (1-minute load average {l0:g} at the start, "
-          f"{l1:g} at the end, on {ncpu} CPUs): absolute times are inflated and the per-round "
-          "figures spread; the same-run ratios are the figures to read.**", ""]
+o += busy_note(m, "the per-round figures",
+                "the same-run ratios are")
 o += ["`pamtester SERVICE USER authenticate open_session close_session`, PIN on stdin, as root, "
       "with an environment of its own (`env -i`: PATH and what the stack's PKCS#11 module reads, "
       "the same for both modules) and no controlling terminal, through pam_kubehsm "
