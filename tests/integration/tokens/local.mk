@@ -11,6 +11,7 @@ EXTRA_DIST += tests/integration/tokens/softhsm.sh tests/harness/pki.sh
 TESTS += tests/integration/tokens/piv.sh tests/integration/tokens/ykcs11.sh \
 	tests/integration/tokens/tpm.sh tests/integration/tokens/piv_logins.sh
 EXTRA_DIST += tests/integration/tokens/piv.sh tests/integration/tokens/ykcs11.sh \
+	tests/integration/tokens/piv_logins.sh \
 	tests/integration/tokens/tpm.sh tests/integration/tokens/tokens_common.sh \
 	tests/harness/pcsc.sh tests/harness/piv_card.py tests/harness/pcsc_client.py \
 	tests/harness/tpm.sh
