@@ -5,7 +5,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
 PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
 	$(OUT)/pam_floor.so \
-	$(OUT)/hop_floor
+	$(OUT)/hop_floor $(OUT)/keyring_floor
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
@@ -14,6 +14,9 @@ $(OUT)/exec_floor: floor/exec_floor.c
 $(OUT)/hop_floor: floor/hop_floor.c
 	$(CC) $(CFLAGS) -static-pie $$(case "$$($(CC) -dumpmachine)" in x86_64-*linux*) \
 		echo -Wl,-e,hop_entry ;; esac) -o $@ $<
+# The login floor's keyring helper, linked as cache/kubehsm-keyops is.
+$(OUT)/keyring_floor: floor/keyring_floor.c
+	$(CC) $(CFLAGS) -static-pie -o $@ $<
 $(OUT)/loadgen: floor/loadgen.c
 	$(CC) $(CFLAGS) -o $@ $<
 $(OUT)/sign_floor: floor/sign_floor.c

@@ -15,8 +15,9 @@ machine = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out_dir, 
 med = statistics.median
 BEGIN, END = "<!-- login:begin -->", "<!-- login:end -->"
 CONDS = [("nopolkit", "no polkitd (no system bus)"), ("polkit", "polkitd running")]
-MODULES = ["kubehsm", "pam_p11", "floor"]
-LABEL = {"kubehsm": "pam_kubehsm", "pam_p11": "pam_p11", "floor": "pam_floor"}
+MODULES = ["kubehsm", "pam_p11", "floor", "floorx"]
+LABEL = {"kubehsm": "pam_kubehsm", "pam_p11": "pam_p11", "floor": "pam_floor",
+         "floorx": "pam_floor, keyring helper exec'd"}
 summary = {"machine": machine, "commands": {}, "targets": [], "syscalls": {}, "breakdown": {}}
 
 
@@ -52,7 +53,10 @@ for cond, cdesc in CONDS:
                                               "rounds": len(rounds)}
     for a, b, target, what in (("kubehsm", "pam_p11", 1.2, "pam_kubehsm ÷ pam_p11"),
                                ("kubehsm", "floor", 1.1, "pam_kubehsm ÷ floor"),
-                               ("floor", "pam_p11", None, "floor ÷ pam_p11 (reference)")):
+                               ("floor", "pam_p11", None, "floor ÷ pam_p11 (reference)"),
+                               ("kubehsm", "floorx", None, "pam_kubehsm ÷ floor with its keyring "
+                                "helper exec'd (the design's floor, reference)"),
+                               ("floorx", "floor", None, "floor, helper exec'd ÷ floor (reference)")):
         if a not in pooled or b not in pooled:
             continue
         r = med(pooled[a]) / med(pooled[b])
@@ -73,7 +77,9 @@ cpu_rows = []
 for cond, cdesc in CONDS:
     cr = cpu_rounds.get(cond, [])
     for a, b, what in (("kubehsm", "pam_p11", "pam_kubehsm ÷ pam_p11"), ("kubehsm", "floor", "pam_kubehsm ÷ floor"),
-                       ("floor", "pam_p11", "floor ÷ pam_p11")):
+                       ("floor", "pam_p11", "floor ÷ pam_p11"),
+                       ("kubehsm", "floorx", "pam_kubehsm ÷ floor, helper exec'd"),
+                       ("floorx", "floor", "floor, helper exec'd ÷ floor")):
         pr = [x[a] / x[b] for x in cr if a in x and b in x and x[b] > 0]
         if not pr:
             continue
@@ -130,7 +136,8 @@ for line in open(tpath) if os.path.exists(tpath) else []:
     if not line.startswith("kh-timing v1 "):
         continue
     kv = dict(x.split("=", 1) for x in line.split()[2:] if "=" in x)
-    mod = {"pam_kubehsm": "kubehsm", "pam_floor": "floor"}.get(kv.pop("module", ""), "?")
+    mod = {"pam_kubehsm": "kubehsm", "pam_floor": "floor",
+           "pam_floor_exec": "floorx"}.get(kv.pop("module", ""), "?")
     pid, phase, rc = kv.pop("pid"), kv.pop("phase"), kv.pop("rc")
     kv.pop("start", None)
     if rc != "0":
@@ -151,7 +158,7 @@ STEPS = [("user", "user lookup (NSS)"), ("policy", "policy file: read, parse, ch
          ("polkit", "polkit check (bus, CheckAuthorization)"), ("issuer", "issuer: PIN file, module, C_Login, key, chain"),
          ("keygen", "session key generation (EC P-256)"), ("mint", "mint session certificate (issuer signs)"),
          ("relay", "relay delivery"), ("store", "keyring store"), ("logout", "close_session: logout / revoke")]
-cols = [(c, m) for m in ("kubehsm", "floor") for c, _ in CONDS if logins.get((c, m))]
+cols = [(c, m) for m in ("kubehsm", "floor", "floorx") for c, _ in CONDS if logins.get((c, m))]
 bd_rows = []
 if cols:
     known = {k for k, _ in STEPS}
@@ -198,7 +205,11 @@ o += ["`pamtester SERVICE USER authenticate open_session close_session`, PIN on 
      "(authentication only) and `bench/floor/pam_floor.c` (pam_kubehsm's whole job with raw "
      "PKCS#11: certificate validation, C_Login, challenge, issuer login and C_Sign, EC key, one "
      "`add_key` with timeout, chown and setperm, linked by a vfork child as the user, invalidated "
-     "at close), on the same SoftHSM token of the same user.  Conditions: *no polkitd* — no system "
+     "at close), on the same SoftHSM token of the same user; and the same floor module with "
+     "its two keyring calls (link at open, invalidate at close) made instead by a program of its "
+     "own, `bench/floor/keyring_floor.c`, which becomes the user and makes the one call, spawned "
+     "and waited for with a deadline as pam_kubehsm spawns `kubehsm-keyops` (*floor, keyring "
+     "helper exec'd*: the floor of pam_kubehsm's design).  Conditions: *no polkitd* — no system "
      "bus at all (an empty `/run/dbus`); *polkitd running* — a system bus at "
      "`/run/dbus/system_bus_socket` with polkitd and the kubehsm actions.  "
      f"{m.get('rounds')} rounds × {m.get('runs_per_round')} runs per module and condition "
@@ -212,6 +223,24 @@ if cpu_rows:
           "mean per round; medians of the rounds) — what contention for the CPUs does not stretch:", "",
           "| ratio | CPU time | round min–max | medians |", "|---|---|---|---|"]
     o += ["| " + " | ".join(r) + " |" for r in cpu_rows]
+w = walls.get("nopolkit", {})
+if all(k in w for k in ("kubehsm", "floor", "floorx", "pam_p11")):
+    dx, dk = (w["floorx"] - w["floor"]) * 1e3, (w["kubehsm"] - w["floorx"]) * 1e3
+    o += ["", "**What stops the login targets.** The floor module makes its two keyring calls as "
+          "the user in a vfork child on the module's own memory, the cheapest way and one "
+          "pam_kubehsm's design rules out (DESIGN.md: user-side keyring work runs in a child that "
+          "fully becomes the user; `cache/kh_keyops.c`).  A vfork parent sleeps until its child "
+          "executes or exits, so a user who stops the child (theirs to signal once it has become "
+          "them) would hold root's process, a login, `kubehsm admin revoke` or the relay's forget, "
+          "for ever; a CLONE_VM child that root can wait for with a deadline shares root's memory "
+          "and thread-local state (`errno`) with a process the user may signal, and valgrind "
+          "cannot run it.  pam_kubehsm therefore executes a helper of its own at open and at close, "
+          "and nothing cheaper keeps those properties.  Executing a program is slow on this "
+          f"machine: *floor, keyring helper exec'd* − *floor* = {dx:.2f} ms per login (no polkitd), "
+          f"so the design's floor is {w['floorx'] / w['pam_p11']:.2f}× pam_p11 before pam_kubehsm "
+          f"does anything of its own.  Beyond that floor pam_kubehsm costs {dk:.2f} ms per login "
+          f"({w['kubehsm'] / w['floorx']:.2f}×): the breakdown below shows where (the policy file, "
+          "the hand-off, the issuer's own PKCS#11 session and chain, the challenge through libp11)."]
 o += ["", f"### System calls per login (`strace -c -f`, median of {m.get('strace_logins')} logins, "
       "the starting shell's subtracted)", "",
       "| module | " + " | ".join(d for _, d in CONDS) + " |", "|---|" + "---|" * len(CONDS)]

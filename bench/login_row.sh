@@ -2,13 +2,17 @@
 # bench/login_row.sh [--quick] — the login row (issues #8 and #24), as root.
 #
 # `pamtester SERVICE USER authenticate open_session close_session`, PIN on
-# stdin, through three PAM modules on the same SoftHSM token of the same user,
+# stdin, through four PAM modules on the same SoftHSM token of the same user,
 # interleaved in one run:
 #   kubehsm   pam_kubehsm, the policy as shipped (polkit.mode "if-available",
 #             scope user, revoke_on_logout)
 #   pam_p11   Debian's libpam-p11 (authentication only: it has no session)
 #   floor     bench/floor/pam_floor.c: pam_kubehsm's whole job with raw
-#             PKCS#11 and nothing else
+#             PKCS#11 and nothing else; its keyring calls as the user run in
+#             a vfork child on the module's own memory
+#   floorx    the same module with its keyring calls in a program of its own
+#             (bench/floor/keyring_floor.c, spawned and waited for with a
+#             deadline), as pam_kubehsm's design asks: the floor of the design
 # each under two conditions of the host:
 #   nopolkit  no system bus and no polkitd (/run/dbus empty: a tmpfs over
 #             it in a mount namespace of the measurement's own)
@@ -97,8 +101,8 @@ rm -rf "$OUT" && mkdir -p "$RAW" "$OUT/strace" || die "cannot create $OUT"
 # --- the floor module ---------------------------------------------------------------
 FLOOR_DIR=$KH_TMP/floor
 mkdir -p -m 0755 "$FLOOR_DIR"
-make -s -C "$BENCH" -f floor.mk OUT="$FLOOR_DIR" "$FLOOR_DIR/pam_floor.so" >/dev/null ||
-	die "building bench/floor/pam_floor.c"
+make -s -C "$BENCH" -f floor.mk OUT="$FLOOR_DIR" "$FLOOR_DIR/pam_floor.so" \
+	"$FLOOR_DIR/keyring_floor" >/dev/null || die "building bench/floor/pam_floor.c, keyring_floor.c"
 PAM_FLOOR=$FLOOR_DIR/pam_floor.so
 
 # --- PKI, tokens, the user, the policy as shipped --------------------------------------------
@@ -137,11 +141,16 @@ service() {   # service NAME AUTH-LINE-MODULE-AND-ARGS [SESSION-MODULE-AND-ARGS]
 service kh-row-kubehsm "$PAM_KUBEHSM config=$CONF" "$PAM_KUBEHSM config=$CONF"
 service kh-row-p11 "$PAM_P11 $PKI_MODULE"   # pam_p11 0.3 has no session work (its hooks fail)
 service kh-row-floor "$PAM_FLOOR $FLOOR_OPTS" "$PAM_FLOOR $FLOOR_OPTS"
+FLOORX_OPTS="$FLOOR_OPTS keyring_helper=$FLOOR_DIR/keyring_floor"
+service kh-row-floorx "$PAM_FLOOR $FLOORX_OPTS" "$PAM_FLOOR $FLOORX_OPTS"
 service kh-row-kubehsm-t "$PAM_KUBEHSM config=$CONF timing=$TIMING" \
 	"$PAM_KUBEHSM config=$CONF timing=$TIMING"
 service kh-row-floor-t "$PAM_FLOOR $FLOOR_OPTS timing=$TIMING" "$PAM_FLOOR $FLOOR_OPTS timing=$TIMING"
-declare -A SVC=([kubehsm]=kh-row-kubehsm [pam_p11]=kh-row-p11 [floor]=kh-row-floor)
-MODULES=(kubehsm pam_p11 floor)
+service kh-row-floorx-t "$PAM_FLOOR $FLOORX_OPTS timing=$TIMING" \
+	"$PAM_FLOOR $FLOORX_OPTS timing=$TIMING"
+declare -A SVC=([kubehsm]=kh-row-kubehsm [pam_p11]=kh-row-p11 [floor]=kh-row-floor
+	[floorx]=kh-row-floorx)
+MODULES=(kubehsm pam_p11 floor floorx)
 login_cmd() { echo "pamtester ${SVC[$1]} $U authenticate open_session close_session <$KH_TMP/pin"; }
 
 # --- the two conditions ------------------------------------------------------------------------
@@ -164,22 +173,31 @@ in_cond() {   # in_cond nopolkit|polkit CMD...
 }
 CONDS=(nopolkit polkit)
 
-# Each module logs in under each condition, and the two that mint store a
+# Each module logs in under each condition, and the three that mint store a
 # record (add_key, then the user's KEYCTL_LINK) and end it at close_session
-# (KEYCTL_INVALIDATE or REVOKE), as strace sees them; pam_kubehsm's polkit
-# client finds no bus, or connects to it, as the condition says.  (A login
+# (KEYCTL_INVALIDATE or REVOKE), as strace sees them, pam_kubehsm and floorx
+# through the helper program they execute (floor in a vfork child, without
+# one); pam_kubehsm's polkit client finds no bus, or connects to it, as the
+# condition says.  (A login
 # left open here would leave pam_kubehsm's login count up, and every login
 # measured after it would keep the record at close instead of revoking it.)
 check_login() {   # check_login COND MODULE
-	local cond=$1 m=$2 f=$OUT/strace/check-$2-$1.txt desc serial
-	in_cond "$cond" strace -f -qq -e trace=add_key,keyctl,connect -o "$f" \
+	local cond=$1 m=$2 f=$OUT/strace/check-$2-$1.txt desc serial helper n
+	in_cond "$cond" strace -f -qq -e trace=add_key,keyctl,connect,execve -o "$f" \
 		sh -c "$(login_cmd "$m")" >"$KH_TMP/check.out" 2>&1 ||
 		die "$m login under $cond: $(cat "$KH_TMP/check.out")"
 	case $m in
-	kubehsm) desc=kubehsm:session:v1 ;;
-	floor) desc=kubehsm-floor:session:v1 ;;
+	kubehsm) desc=kubehsm:session:v1 helper=kubehsm-keyops ;;
+	floor) desc=kubehsm-floor:session:v1 helper= ;;
+	floorx) desc=kubehsm-floor:session:v1 helper=keyring_floor ;;
 	*) return 0 ;;
 	esac
+	n=$(grep -Ec "execve\(\"[^\"]*/(${helper:-kubehsm-keyops|keyring_floor})\"" "$f")
+	if [ -n "$helper" ]; then
+		[ "$n" -ge 2 ] || die "$m under $cond: $helper executed $n times, not at store and close (strace: $f)"
+	else
+		[ "$n" = 0 ] || die "$m under $cond: a keyring helper was executed (strace: $f)"
+	fi
 	serial=$(sed -n "s/.*add_key(\"user\", \"$desc\".* = \([0-9][0-9]*\)\$/\1/p" "$f" | tail -n 1)
 	[ -n "$serial" ] || die "$m under $cond: no add_key of $desc (strace: $f)"
 	grep -Eq "keyctl\(KEYCTL_LINK, $serial, .*\) = 0\$" "$f" ||
@@ -224,8 +242,8 @@ for ((r = 0; r < ROUNDS; r++)); do
 			--export-json "$RAW/login-$cond.r$r.json" "${args[@]}" >/dev/null ||
 			die "hyperfine, round $r, $cond"
 		# The modules' own step timings, apart from the timed runs.
-		tm=(floor)
-		[ $KH_TIMING = 1 ] && tm=(kubehsm floor)
+		tm=(floor floorx)
+		[ $KH_TIMING = 1 ] && tm=(kubehsm floor floorx)
 		for ((i = 0; i < RUNS; i++)); do
 			for m in "${tm[@]}"; do
 				echo "# cond=$cond round=$r" >>"$TIMING"

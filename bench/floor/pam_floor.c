@@ -27,14 +27,19 @@
  *                vfork child that becomes the user links it into the user's
  *                keyring (displacing the previous record of that name).
  * close_session  a vfork child, as the user, invalidates the record.
+ * With keyring_helper=PATH both keyring calls run instead in that program
+ * (bench/floor/keyring_floor.c), spawned and waited for with a deadline: the
+ * floor of pam_kubehsm's design, whose user-side keyring work runs in a
+ * program of its own (see keyctl_by_helper).
  * pam_end        C_Finalize and dlclose (the PAM data's cleanup).
  *
  * Module options (one pam.d line for auth and session):
  *   module=PATH issuer_token=LABEL issuer_cert=PATH issuer_pin_file=PATH
  *   ca=PATH [key_label=kube] [issuer_key=issuer] [ttl=SECONDS]
- *   [timing=PATH|syslog] [debug]
+ *   [timing=PATH|syslog] [keyring_helper=PATH] [debug]
  * timing= appends one line of step durations per entry point, in the format
- * bench/TIMING.md specifies for pam_kubehsm (module=pam_floor).
+ * bench/TIMING.md specifies for pam_kubehsm (module=pam_floor, or
+ * module=pam_floor_exec with keyring_helper=).
  *
  * Supported keys: EC P-256 and RSA, on the user token and for the issuer.
  */
@@ -43,7 +48,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,7 +91,7 @@
 
 struct opts {
 	const char *module, *ca, *key_label, *issuer_token, *issuer_key;
-	const char *issuer_cert, *issuer_pin_file, *timing;
+	const char *issuer_cert, *issuer_pin_file, *timing, *keyring_helper;
 	long ttl;
 	bool debug;
 };
@@ -145,8 +152,10 @@ t_end(struct timing *t, pam_handle_t *pamh, const struct opts *o, int rc)
 	if (!t->on)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	n = snprintf(out, sizeof(out), "kh-timing v1 module=pam_floor pid=%ld phase=%s rc=%d "
-		     "start=%ld total=%ld%.*s\n", (long)getpid(), t->phase, rc,
+	n = snprintf(out, sizeof(out), "kh-timing v1 module=%s pid=%ld phase=%s rc=%d "
+		     "start=%ld total=%ld%.*s\n",
+		     o->keyring_helper != NULL ? "pam_floor_exec" : "pam_floor",
+		     (long)getpid(), t->phase, rc,
 		     t->start.tv_sec * 1000000L + t->start.tv_nsec / 1000,
 		     us_between(&t->start, &now), (int)t->len, t->line);
 	if (n <= 0 || (size_t)n >= sizeof(out))
@@ -190,6 +199,7 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 		{ "issuer_cert=", offsetof(struct opts, issuer_cert) },
 		{ "issuer_pin_file=", offsetof(struct opts, issuer_pin_file) },
 		{ "timing=", offsetof(struct opts, timing) },
+		{ "keyring_helper=", offsetof(struct opts, keyring_helper) },
 	};
 	int i;
 	size_t k;
@@ -217,9 +227,11 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 	}
 	if (o->module == NULL || o->ca == NULL || o->issuer_token == NULL ||
 	    o->issuer_cert == NULL || o->issuer_pin_file == NULL ||
-	    (o->timing != NULL && o->timing[0] != '/' && strcmp(o->timing, "syslog") != 0)) {
+	    (o->timing != NULL && o->timing[0] != '/' && strcmp(o->timing, "syslog") != 0) ||
+	    (o->keyring_helper != NULL && o->keyring_helper[0] != '/')) {
 		pam_syslog(pamh, LOG_ERR, "needs module=, ca=, issuer_token=, issuer_cert=, "
-			   "issuer_pin_file= (timing= an absolute path or syslog)");
+			   "issuer_pin_file= (timing= an absolute path or syslog, "
+			   "keyring_helper= an absolute path)");
 		return PAM_SERVICE_ERR;
 	}
 	return PAM_SUCCESS;
@@ -262,7 +274,7 @@ login_cleanup(pam_handle_t *pamh, void *data, int status)
  * 0 or an errno.
  */
 static int
-keyctl_as_user(int op, key_serial_t key, uid_t uid, gid_t gid)
+keyctl_in_vfork_child(int op, key_serial_t key, uid_t uid, gid_t gid)
 {
 	sigset_t all, old;
 	int status, e;
@@ -294,6 +306,76 @@ keyctl_as_user(int op, key_serial_t key, uid_t uid, gid_t gid)
 	if (!WIFEXITED(status))
 		return ECHILD;          /* killed: nothing known about the keyring */
 	return WEXITSTATUS(status) == 120 ? EPERM : WEXITSTATUS(status);
+}
+
+/*
+ * The same in a program of its own (option keyring_helper=PATH, the
+ * program bench/floor/keyring_floor.c), as pam_kubehsm's design asks of
+ * user-side keyring work: started with posix_spawn (clone with CLONE_VM and
+ * CLONE_VFORK, then exec), an empty environment, every signal at its
+ * default and nothing open beyond the standard three; waited for with a
+ * deadline through a pidfd, since a user may stop a process that has
+ * become them.  0 or an errno.
+ */
+static int
+keyctl_by_helper(const char *path, int op, key_serial_t key, uid_t uid, gid_t gid)
+{
+	char a_key[24], a_uid[24], a_gid[24];
+	char *argv[] = { (char *)"keyring_floor",
+			 (char *)(op == KEYCTL_LINK ? "link" : "invalidate"),
+			 a_key, a_uid, a_gid, NULL };
+	char *envp[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	struct pollfd pfd;
+	int status, rc, pidfd;
+	pid_t pid;
+
+	snprintf(a_key, sizeof(a_key), "%ld", (long)key);
+	snprintf(a_uid, sizeof(a_uid), "%lu", (unsigned long)uid);
+	snprintf(a_gid, sizeof(a_gid), "%lu", (unsigned long)gid);
+	sigemptyset(&none);
+	sigfillset(&all);
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0)
+		return rc;
+	if ((rc = posix_spawnattr_init(&attr)) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return rc;
+	}
+	if ((rc = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1)) == 0 &&
+	    (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
+	    (rc = posix_spawnattr_setsigdefault(&attr, &all)) == 0 &&
+	    (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+					   POSIX_SPAWN_SETSIGDEF)) == 0)
+		rc = posix_spawn(&pid, path, &fa, &attr, argv, envp);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		return rc;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd >= 0) {
+		pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+		while ((rc = poll(&pfd, 1, 10000)) < 0 && errno == EINTR)
+			;
+		if (rc == 0)
+			(void)kill(pid, SIGKILL);   /* stopped or hung: the deadline */
+		close(pidfd);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return errno;
+	if (!WIFEXITED(status))
+		return ECHILD;
+	return WEXITSTATUS(status) == 120 ? EPERM : WEXITSTATUS(status);
+}
+
+static int
+keyctl_as_user(const struct opts *o, int op, key_serial_t key, uid_t uid, gid_t gid)
+{
+	if (o->keyring_helper != NULL)
+		return keyctl_by_helper(o->keyring_helper, op, key, uid, gid);
+	return keyctl_in_vfork_child(op, key, uid, gid);
 }
 
 /* ---- auth -------------------------------------------------------------------------------- */
@@ -763,7 +845,7 @@ open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 	    keyctl_chown(rec, l->uid, (gid_t)-1) != 0 || keyctl_setperm(rec, RECORD_PERM) != 0)
 		e = errno;
 	else
-		e = keyctl_as_user(KEYCTL_LINK, rec, l->uid, l->gid);
+		e = keyctl_as_user(o, KEYCTL_LINK, rec, l->uid, l->gid);
 	if (e != 0) {
 		flog(pamh, o, LOG_ERR, "user '%s': keyring: %s", l->user, strerror(e));
 		if (rec > 0)
@@ -803,7 +885,7 @@ close_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 	l = (struct login *)data;
 	if (l->record <= 0)
 		return PAM_IGNORE;
-	e = keyctl_as_user(KEYCTL_INVALIDATE, l->record, l->uid, l->gid);
+	e = keyctl_as_user(o, KEYCTL_INVALIDATE, l->record, l->uid, l->gid);
 	if (e != 0 && e != ENOKEY && e != EKEYEXPIRED && e != EKEYREVOKED)
 		flog(pamh, o, LOG_ERR, "user '%s': invalidating the record: %s", l->user,
 		     strerror(e));
