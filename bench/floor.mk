@@ -5,7 +5,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
 PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
 	$(OUT)/pam_floor.so \
-	$(OUT)/hop_floor $(OUT)/keyring_floor
+	$(OUT)/hop_floor $(OUT)/keyring_floor $(OUT)/floor_polkit.so
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
@@ -17,6 +17,10 @@ $(OUT)/hop_floor: floor/hop_floor.c
 # The login floor's keyring helper, linked as cache/kubehsm-keyops is.
 $(OUT)/keyring_floor: floor/keyring_floor.c
 	$(CC) $(CFLAGS) -static-pie -o $@ $<
+# Its polkit check, loaded only when a system bus is there (pam_floor polkit=).
+$(OUT)/floor_polkit.so: floor/floor_polkit.c
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-z,defs $$(pkg-config --cflags polkit-gobject-1) \
+		-o $@ $< $$(pkg-config --libs polkit-gobject-1)
 $(OUT)/loadgen: floor/loadgen.c
 	$(CC) $(CFLAGS) -o $@ $<
 $(OUT)/sign_floor: floor/sign_floor.c

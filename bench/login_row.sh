@@ -10,9 +10,12 @@
 #   floor     bench/floor/pam_floor.c: pam_kubehsm's whole job with raw
 #             PKCS#11 and nothing else; its keyring calls as the user run in
 #             a vfork child on the module's own memory
-#   floorx    the same module with its keyring calls in a program of its own
+#   floorx    the same module as pam_kubehsm's design and shipped policy
+#             ask: its keyring calls in a program of its own
 #             (bench/floor/keyring_floor.c, spawned and waited for with a
-#             deadline), as pam_kubehsm's design asks: the floor of the design
+#             deadline) and, when a system bus is there, a polkit check
+#             through libpolkit-gobject-1 (bench/floor/floor_polkit.c): the
+#             floor of the design
 # each under two conditions of the host:
 #   nopolkit  no system bus and no polkitd (/run/dbus empty: a tmpfs over
 #             it in a mount namespace of the measurement's own)
@@ -102,7 +105,8 @@ rm -rf "$OUT" && mkdir -p "$RAW" "$OUT/strace" || die "cannot create $OUT"
 FLOOR_DIR=$KH_TMP/floor
 mkdir -p -m 0755 "$FLOOR_DIR"
 make -s -C "$BENCH" -f floor.mk OUT="$FLOOR_DIR" "$FLOOR_DIR/pam_floor.so" \
-	"$FLOOR_DIR/keyring_floor" >/dev/null || die "building bench/floor/pam_floor.c, keyring_floor.c"
+	"$FLOOR_DIR/keyring_floor" "$FLOOR_DIR/floor_polkit.so" >/dev/null ||
+	die "building bench/floor/pam_floor.c, keyring_floor.c, floor_polkit.c"
 PAM_FLOOR=$FLOOR_DIR/pam_floor.so
 
 # --- PKI, tokens, the user, the policy as shipped --------------------------------------------
@@ -141,7 +145,7 @@ service() {   # service NAME AUTH-LINE-MODULE-AND-ARGS [SESSION-MODULE-AND-ARGS]
 service kh-row-kubehsm "$PAM_KUBEHSM config=$CONF" "$PAM_KUBEHSM config=$CONF"
 service kh-row-p11 "$PAM_P11 $PKI_MODULE"   # pam_p11 0.3 has no session work (its hooks fail)
 service kh-row-floor "$PAM_FLOOR $FLOOR_OPTS" "$PAM_FLOOR $FLOOR_OPTS"
-FLOORX_OPTS="$FLOOR_OPTS keyring_helper=$FLOOR_DIR/keyring_floor"
+FLOORX_OPTS="$FLOOR_OPTS keyring_helper=$FLOOR_DIR/keyring_floor polkit=$FLOOR_DIR/floor_polkit.so"
 service kh-row-floorx "$PAM_FLOOR $FLOORX_OPTS" "$PAM_FLOOR $FLOORX_OPTS"
 service kh-row-kubehsm-t "$PAM_KUBEHSM config=$CONF timing=$TIMING" \
 	"$PAM_KUBEHSM config=$CONF timing=$TIMING"
@@ -207,12 +211,14 @@ check_login() {   # check_login COND MODULE
 }
 for cond in "${CONDS[@]}"; do
 	for m in "${MODULES[@]}"; do check_login "$cond" "$m"; done
-	f=$OUT/strace/check-kubehsm-$cond.txt
-	bus=$(grep -c 'system_bus_socket.*= 0$' "$f")
-	enoent=$(grep -c 'system_bus_socket.*ENOENT' "$f")
-	echo "connect_bus_$cond=ok:$bus,enoent:$enoent" >>"$OUT/machine.txt"
-	[ "$cond" = polkit ] && [ "$bus" = 0 ] && die "under 'polkit' pam_kubehsm did not reach the system bus"
-	[ "$cond" = nopolkit ] && [ "$bus" != 0 ] && die "under 'nopolkit' a system bus answered"
+	for m in kubehsm floorx; do
+		f=$OUT/strace/check-$m-$cond.txt
+		bus=$(grep -c 'system_bus_socket.*= 0$' "$f")
+		enoent=$(grep -c 'system_bus_socket.*ENOENT' "$f")
+		echo "connect_bus_${m}_$cond=ok:$bus,enoent:$enoent" >>"$OUT/machine.txt"
+		[ "$cond" = polkit ] && [ "$bus" = 0 ] && die "under 'polkit' $m did not reach the system bus"
+		[ "$cond" = nopolkit ] && [ "$bus" != 0 ] && die "under 'nopolkit' a system bus answered $m"
+	done
 done
 
 # Does pam_kubehsm take the timing option?  (bench/TIMING.md; until it does,

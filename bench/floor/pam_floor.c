@@ -28,18 +28,21 @@
  *                keyring (displacing the previous record of that name).
  * close_session  a vfork child, as the user, invalidates the record.
  * With keyring_helper=PATH both keyring calls run instead in that program
- * (bench/floor/keyring_floor.c), spawned and waited for with a deadline: the
- * floor of pam_kubehsm's design, whose user-side keyring work runs in a
- * program of its own (see keyctl_by_helper).
+ * (bench/floor/keyring_floor.c), spawned and waited for with a deadline, and
+ * with polkit=PATH open_session first asks polkit as pam_kubehsm's shipped
+ * policy does (bench/floor/floor_polkit.c, loaded only when the system bus
+ * is there): with both, the floor of pam_kubehsm's design, whose user-side
+ * keyring work runs in a program of its own and which asks polkit whenever
+ * polkitd runs (see keyctl_by_helper, polkit_allows).
  * pam_end        C_Finalize and dlclose (the PAM data's cleanup).
  *
  * Module options (one pam.d line for auth and session):
  *   module=PATH issuer_token=LABEL issuer_cert=PATH issuer_pin_file=PATH
  *   ca=PATH [key_label=kube] [issuer_key=issuer] [ttl=SECONDS]
- *   [timing=PATH|syslog] [keyring_helper=PATH] [debug]
+ *   [timing=PATH|syslog] [keyring_helper=PATH] [polkit=PATH] [debug]
  * timing= appends one line of step durations per entry point, in the format
  * bench/TIMING.md specifies for pam_kubehsm (module=pam_floor, or
- * module=pam_floor_exec with keyring_helper=).
+ * module=pam_floor_design with keyring_helper= or polkit=).
  *
  * Supported keys: EC P-256 and RSA, on the user token and for the issuer.
  */
@@ -58,7 +61,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
@@ -91,7 +96,7 @@
 
 struct opts {
 	const char *module, *ca, *key_label, *issuer_token, *issuer_key;
-	const char *issuer_cert, *issuer_pin_file, *timing, *keyring_helper;
+	const char *issuer_cert, *issuer_pin_file, *timing, *keyring_helper, *polkit;
 	long ttl;
 	bool debug;
 };
@@ -154,7 +159,7 @@ t_end(struct timing *t, pam_handle_t *pamh, const struct opts *o, int rc)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	n = snprintf(out, sizeof(out), "kh-timing v1 module=%s pid=%ld phase=%s rc=%d "
 		     "start=%ld total=%ld%.*s\n",
-		     o->keyring_helper != NULL ? "pam_floor_exec" : "pam_floor",
+		     o->keyring_helper != NULL || o->polkit != NULL ? "pam_floor_design" : "pam_floor",
 		     (long)getpid(), t->phase, rc,
 		     t->start.tv_sec * 1000000L + t->start.tv_nsec / 1000,
 		     us_between(&t->start, &now), (int)t->len, t->line);
@@ -200,6 +205,7 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 		{ "issuer_pin_file=", offsetof(struct opts, issuer_pin_file) },
 		{ "timing=", offsetof(struct opts, timing) },
 		{ "keyring_helper=", offsetof(struct opts, keyring_helper) },
+		{ "polkit=", offsetof(struct opts, polkit) },
 	};
 	int i;
 	size_t k;
@@ -228,10 +234,11 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 	if (o->module == NULL || o->ca == NULL || o->issuer_token == NULL ||
 	    o->issuer_cert == NULL || o->issuer_pin_file == NULL ||
 	    (o->timing != NULL && o->timing[0] != '/' && strcmp(o->timing, "syslog") != 0) ||
-	    (o->keyring_helper != NULL && o->keyring_helper[0] != '/')) {
+	    (o->keyring_helper != NULL && o->keyring_helper[0] != '/') ||
+	    (o->polkit != NULL && o->polkit[0] != '/')) {
 		pam_syslog(pamh, LOG_ERR, "needs module=, ca=, issuer_token=, issuer_cert=, "
 			   "issuer_pin_file= (timing= an absolute path or syslog, "
-			   "keyring_helper= an absolute path)");
+			   "keyring_helper= and polkit= absolute paths)");
 		return PAM_SERVICE_ERR;
 	}
 	return PAM_SUCCESS;
@@ -767,6 +774,77 @@ record_payload(X509 *cert, const char *chain_pem, X509 *token_cert, EVP_PKEY *ke
 	return rc;
 }
 
+/*
+ * polkit as pam_kubehsm's policy ships it ("if-available"), with option
+ * polkit=PATH (bench/floor/floor_polkit.c): when nothing accepts a
+ * connection at the system bus socket the login goes on and nothing is
+ * loaded; otherwise that object asks polkitd for
+ * org.kubehsm.cache-credentials with the details pam_kubehsm sends.
+ * PAM_SUCCESS when authorized or there is no bus.
+ */
+static int
+polkit_allows(pam_handle_t *pamh, const struct opts *o, const struct login *l,
+	      struct timing *t)
+{
+	static const char bus[] = "/run/dbus/system_bus_socket";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int (*check)(const char *, pid_t, uid_t, const char *const *) = NULL;
+	const X509_NAME *subj = X509_get_subject_name(l->cert);
+	const void *service = NULL;
+	char groups[512] = "";
+	size_t glen = 0;
+	void *h;
+	int fd, rc, e, i;
+
+	if (o->polkit == NULL)
+		return PAM_SUCCESS;
+	memcpy(sa.sun_path, bus, sizeof(bus));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return PAM_SESSION_ERR;
+	rc = connect(fd, (const struct sockaddr *)&sa, sizeof(sa));
+	e = errno;
+	close(fd);
+	if (rc != 0 && (e == ENOENT || e == ECONNREFUSED)) {
+		t_step(t, "polkit");
+		return PAM_SUCCESS;
+	}
+	h = dlopen(o->polkit, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (h != NULL)
+		*(void **)&check = dlsym(h, "floor_polkit_check");
+	t_step(t, "polkit_load");
+	if (check == NULL) {
+		flog(pamh, o, LOG_ERR, "cannot load %s", o->polkit);
+		return PAM_SESSION_ERR;
+	}
+	for (i = -1; (i = X509_NAME_get_index_by_NID(subj, NID_organizationName, i)) >= 0;) {
+		const ASN1_STRING *v = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, i));
+		size_t n = (size_t)ASN1_STRING_length(v);
+
+		if (glen + n + 2 > sizeof(groups))
+			return PAM_SESSION_ERR;
+		if (glen > 0)
+			groups[glen++] = ',';
+		memcpy(groups + glen, ASN1_STRING_get0_data(v), n);
+		glen += n;
+		groups[glen] = '\0';
+	}
+	(void)pam_get_item(pamh, PAM_SERVICE, &service);
+	{
+		const char *const kv[] = {
+			"service", service != NULL ? (const char *)service : "", "user", l->user,
+			"token_serial", "", "kube_user", l->user, "kube_groups", groups, NULL,
+		};
+
+		rc = check("org.kubehsm.cache-credentials", getpid(), l->uid, kv);
+	}
+	t_step(t, "polkit");
+	if (rc != 1)
+		flog(pamh, o, LOG_ERR, "user '%s': polkit: %s", l->user,
+		     rc == 0 ? "not authorized" : "no answer");
+	return rc == 1 ? PAM_SUCCESS : PAM_PERM_DENIED;
+}
+
 static int
 open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 {
@@ -797,6 +875,9 @@ open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 	if (pam_get_item(pamh, PAM_USER, (const void **)&user) != PAM_SUCCESS ||
 	    user == NULL || strcmp(user, l->user) != 0)
 		return PAM_IGNORE;      /* PAM_USER changed (sudo): nothing for either */
+	if ((rc = polkit_allows(pamh, o, l, t)) != PAM_SUCCESS)
+		return rc;
+	rc = PAM_SESSION_ERR;
 
 	/* issuer: PIN file, session, C_Login, key, chain */
 	if (read_pin_file(o->issuer_pin_file, pin, sizeof(pin)) != 0) {
