@@ -3,13 +3,17 @@
 OUT ?= .
 CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
-PROGS = $(OUT)/exec_floor $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
+PROGS = $(OUT)/exec_floor $(OUT)/exec_floor_static $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
 	$(OUT)/pam_floor.so \
 	$(OUT)/hop_floor $(OUT)/keyring_floor $(OUT)/floor_polkit.so
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
 	$(CC) $(CFLAGS) -o $@ $<
+# The same floor linked static-pie, as the kubehsm front end is: the floor of
+# that design (no dynamic loader at all).
+$(OUT)/exec_floor_static: floor/exec_floor.c
+	$(CC) $(CFLAGS) -static-pie -o $@ $<
 # Linked like the kubehsm front end (static-pie; on x86-64 its own entry).
 $(OUT)/hop_floor: floor/hop_floor.c
 	$(CC) $(CFLAGS) -static-pie $$(case "$$($(CC) -dumpmachine)" in x86_64-*linux*) \

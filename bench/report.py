@@ -86,6 +86,14 @@ ratio("exec", "kubehsm", "floor", 0.9, "<=", "1a. exec warm path: kubehsm exec /
       f"{fmt('exec/kubehsm')} vs {fmt('exec/floor')}")
 ratio("exec", "gke", "kubehsm", 6, ">=", "1b. exec warm path: gke-gcloud-auth-plugin (cached) / kubehsm exec",
       f"{fmt('exec/gke')} vs {fmt('exec/kubehsm')}")
+ratio("exec", "kubehsm", "floor-static", None, "<=",
+      "1d. kubehsm exec / the exec floor linked static-pie, as kubehsm is: the floor of the design, for reference",
+      f"{fmt('exec/kubehsm')} vs {fmt('exec/floor-static')}: kubehsm's own work beyond starting a static-pie "
+      "program that reads and writes the answer")
+ratio("exec", "floor-static", "floor", None, "<=",
+      "1e. exec floor linked static-pie / exec floor (dynamic), for reference",
+      f"{fmt('exec/floor-static')} vs {fmt('exec/floor')}: what leaving out the dynamic loader buys on this "
+      "machine, the most a static program can gain on 1a")
 rss = {r["command"]: int(r["max_rss_kib"]) for r in csv_rows("rss.csv")}
 if "kubehsm" in rss:
     plain("1c. exec peak RSS (max of 10 runs)", f"{rss['kubehsm'] / 1024:.2f} MiB", "≤ 1.5 MiB",

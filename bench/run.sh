@@ -293,6 +293,7 @@ if want exec; then
 MRUNS=$FAST_RUNS measure exec "$U" \
 	kubehsm "$KUBEHSM exec" \
 	floor "$FLOOR/exec_floor $KH_TMP/execcred.json" \
+	floor-static "$FLOOR/exec_floor_static $KH_TMP/execcred.json" \
 	gke "$GKE"
 # Peak RSS (/usr/bin/time -v), the largest of 10 runs.
 rss() {   # rss NAME CMD...
@@ -390,6 +391,8 @@ gnuplot -e "datafile='$RES/latency.dat'; outfile='$BENCH/latency.png'" "$BENCH/l
 
 # Target 4: the login row, last (the logins come and go): its own script,
 # namespace, users and tokens; it writes the login section of RESULTS.md.
-want login && BENCH_OUT=$(dirname "$RES") bash "$BENCH/login_row.sh" $([ $QUICK = 1 ] && echo --quick) ||
-	die "the login row (bench/login_row.sh)"
+if want login; then
+	BENCH_OUT=$(dirname "$RES") bash "$BENCH/login_row.sh" $([ $QUICK = 1 ] && echo --quick) ||
+		die "the login row (bench/login_row.sh)"
+fi
 log "done: $BENCH/RESULTS.md, $BENCH/latency.png, $RES/, $(dirname "$RES")/login-row/"
