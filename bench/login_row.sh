@@ -179,12 +179,12 @@ CONDS=(nopolkit polkit)
 
 # Each module logs in under each condition, and the three that mint store a
 # record (add_key, then the user's KEYCTL_LINK) and end it at close_session
-# (KEYCTL_INVALIDATE or REVOKE), as strace sees them, pam_kubehsm and floorx
-# through the helper program they execute (floor in a vfork child, without
-# one); pam_kubehsm's polkit client finds no bus, or connects to it, as the
-# condition says.  (A login
-# left open here would leave pam_kubehsm's login count up, and every login
-# measured after it would keep the record at close instead of revoking it.)
+# (KEYCTL_INVALIDATE or REVOKE), as strace sees them: pam_kubehsm and floorx
+# through the helper program they execute, floor in a vfork child without
+# one.  pam_kubehsm's and floorx's polkit clients find no bus, or connect to
+# it, as the condition says.  (A login left open here would leave
+# pam_kubehsm's login count up, and every login measured after it would keep
+# the record at close instead of revoking it.)
 check_login() {   # check_login COND MODULE
 	local cond=$1 m=$2 f=$OUT/strace/check-$2-$1.txt desc serial helper n
 	in_cond "$cond" strace -f -qq -e trace=add_key,keyctl,connect,execve -o "$f" \
