@@ -49,7 +49,6 @@
 #define KH_RECORD_DESC_VERSION 1   /* "kubehsm:<kind>:v1[:<issuer>]" */
 #define KH_RECORD_MAX     6144   /* bytes; larger records are refused */
 #define KH_RECORD_MAX_GROUPS 64
-#define KH_ISSUER_ID_MAX  32     /* issuer ids appear in key descriptions */
 #define KH_DESC_MAX       96     /* longest key description kubehsm uses */
 #define KH_LOGINS_MAX     100000
 

@@ -23,7 +23,6 @@
 
 #define KH_DEFAULT_USERNAME      "%u"
 #define KH_DEFAULT_TTL           "8h"
-#define KH_ISSUER_ID_MAX         32
 #define KH_KEY_ID_HEX_MAX        128  /* 64 bytes of CKA_ID is plenty */
 
 static const char *const kh_pkcs11_keys[] = { "module", "env", "forward", NULL };
@@ -400,7 +399,7 @@ kh_load_issuer(const struct kh_loader *ld, const config_setting_t *g, bool in_li
 	if (kh_pol_check_keys(ld, g, "issuer", kh_issuer_keys) != 0 ||
 	    kh_pol_get_string(ld, g, "issuer", "id", in_list ? NULL : "", 0, &is->id, &idw) != 0)
 		return -1;
-	if ((in_list || is->id[0] != '\0') && !kh_pol_valid_word(is->id, KH_ISSUER_ID_MAX))
+	if ((in_list || is->id[0] != '\0') && !kh_issuer_id_valid(is->id, strlen(is->id)))
 		return kh_pol_fail_at(ld, idw, "issuer.id \"%s\" must be 1 to %d characters from "
 				      "A-Z a-z 0-9 . _ -", is->id, KH_ISSUER_ID_MAX);
 	if (kh_pol_get_string(ld, g, "issuer", "key", NULL, KH_STR_NONEMPTY, &is->key, &where) != 0)

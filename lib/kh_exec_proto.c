@@ -18,9 +18,9 @@
 #include "lib/kh_mem.h"
 #include "lib/kh_exec_proto.h"
 #include "lib/kh_json_doc.h"
+#include "lib/kh_words.h"
 
 #define KH_EXEC_GROUP "client.authentication.k8s.io"
-#define KH_ISSUER_MAX 32
 
 /* ================================================================== exec */
 
@@ -63,23 +63,6 @@ kh_exec_info_free(struct kh_exec_info *info)
 	memset(info, 0, sizeof(*info));
 }
 
-static bool
-kh_issuer_valid(const char *s, size_t len)
-{
-	size_t i;
-
-	if (len == 0 || len > KH_ISSUER_MAX)
-		return false;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 /*
  * spec.cluster.config is the user's own kubeconfig extension: anything in it
  * but "issuer" is someone else's business, but "issuer" itself must be right.
@@ -99,10 +82,10 @@ kh_exec_parse_config(json_t *config, struct kh_exec_cluster *c, kh_error *err)
 	rc = kh_json_string(config, "issuer", "spec.cluster.config.", &issuer, err);
 	if (rc <= 0)
 		return rc;
-	if (!kh_issuer_valid(json_string_value(issuer), json_string_length(issuer)))
+	if (!kh_issuer_id_valid(json_string_value(issuer), json_string_length(issuer)))
 		return kh_fail(err, KH_ERR_INPUT,
 		               "issuer in the kubeconfig extension client.authentication.k8s.io/exec must be 1-%d characters of A-Z a-z 0-9 . _ -",
-		               KH_ISSUER_MAX);
+		               KH_ISSUER_ID_MAX);
 	c->issuer = strdup(json_string_value(issuer));
 	if (c->issuer == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");

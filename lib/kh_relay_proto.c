@@ -19,9 +19,9 @@
 #include "lib/kh_mem.h"
 #include "lib/kh_json_doc.h"
 #include "lib/kh_relay_proto.h"
+#include "lib/kh_words.h"
 
 #define KH_RELAY_USER_MAX    256
-#define KH_RELAY_ISSUER_MAX  32
 #define KH_RELAY_ERROR_MAX   1024
 #define KH_RELAY_PEM_MAX     16384
 /* 2^31: uids are 32-bit, and (uid_t)-1 is never a user. */
@@ -119,21 +119,11 @@ kh_relay_printable(const char *s, size_t len)
 	return true;
 }
 
+/* The relay's messages may leave the issuer empty (the cluster's own). */
 static bool
 kh_relay_issuer_ok(const char *s, size_t len)
 {
-	size_t i;
-
-	if (len > KH_RELAY_ISSUER_MAX)
-		return false;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return len == 0 || kh_issuer_id_valid(s, len);
 }
 
 /*
@@ -158,7 +148,7 @@ kh_relay_get_text(json_t *obj, const char *key, const char *where, char kind,
 		return rc;
 	s = json_string_value(v);
 	len = json_string_length(v);
-	max = kind == 'u' ? KH_RELAY_USER_MAX : kind == 'i' ? KH_RELAY_ISSUER_MAX :
+	max = kind == 'u' ? KH_RELAY_USER_MAX : kind == 'i' ? KH_ISSUER_ID_MAX :
 	      kind == 'p' ? KH_RELAY_PEM_MAX : kind == 'o' ? KH_RELAY_ORIGIN_MAX :
 	      KH_RELAY_ERROR_MAX;
 	if (len > max || (kind == 'u' && len == 0))

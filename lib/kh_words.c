@@ -81,3 +81,20 @@ kh_deliver_name(enum kh_deliver v)
 {
 	return kh_enum_name(kh_deliver_words, (int)v);
 }
+
+bool
+kh_issuer_id_valid(const char *s, size_t len)
+{
+	size_t i;
+
+	if (s == NULL || len == 0 || len > KH_ISSUER_ID_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}

@@ -15,6 +15,9 @@
 #ifndef KH_WORDS_H
 #define KH_WORDS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 enum kh_map_rule {      /* trust.map: which certificate field names the user */
 	KH_MAP_CN,
 	KH_MAP_UID,
@@ -64,6 +67,15 @@ extern const struct kh_enum_word kh_signer_words[];
 extern const struct kh_enum_word kh_polkit_words[];
 extern const struct kh_enum_word kh_key_type_words[];
 extern const struct kh_enum_word kh_deliver_words[];
+
+/*
+ * An issuer id (issuer.id): 1 to KH_ISSUER_ID_MAX characters from
+ * A-Z a-z 0-9 . _ -.  It names key descriptions in the keyring, the
+ * kubeconfig's exec config and the relay's messages, so every one of them
+ * takes the same bound and the same characters, whatever the locale.
+ */
+#define KH_ISSUER_ID_MAX 32
+bool kh_issuer_id_valid(const char *s, size_t len);
 
 /* Names of enum values, as written in the config file ("?" if unknown);
  * never NULL. */

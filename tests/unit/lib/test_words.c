@@ -1,6 +1,6 @@
 /*
  * Unit tests for lib/kh_words: the policy's words and the names printed
- * back for them.
+ * back for them, and the one rule for an issuer id.
  */
 #include "config.h"
 
@@ -48,12 +48,35 @@ test_word_tables(void **state)
 	CHECK_TABLE(kh_deliver_words, kh_deliver_name, enum kh_deliver);
 }
 
+/* The policy, the exec config and the relay's messages take the same ids. */
+static void
+test_issuer_id(void **state)
+{
+	char id[KH_ISSUER_ID_MAX + 2];
+
+	(void)state;
+	assert_true(kh_issuer_id_valid("bastion-1.prod_eu", strlen("bastion-1.prod_eu")));
+	assert_true(kh_issuer_id_valid("x", 1));
+	memset(id, 'a', sizeof(id));
+	assert_true(kh_issuer_id_valid(id, KH_ISSUER_ID_MAX));
+	assert_false(kh_issuer_id_valid(id, KH_ISSUER_ID_MAX + 1));
+	assert_false(kh_issuer_id_valid("", 0));
+	assert_false(kh_issuer_id_valid(NULL, 1));
+	/* the length given is what is judged: an embedded NUL is a character */
+	assert_false(kh_issuer_id_valid("ab\0c", 4));
+	assert_false(kh_issuer_id_valid("a b", 3));
+	assert_false(kh_issuer_id_valid("a/b", 3));
+	assert_false(kh_issuer_id_valid("a:b", 3));   /* key descriptions split on ':' */
+	assert_false(kh_issuer_id_valid("caf\xc3\xa9", 5));   /* ASCII only, whatever the locale */
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_enum_names),
 		cmocka_unit_test(test_word_tables),
+		cmocka_unit_test(test_issuer_id),
 	};
 
 	return cmocka_run_group_tests_name("words", tests, NULL, NULL);
