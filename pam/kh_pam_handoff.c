@@ -32,6 +32,7 @@
 #include "lib/kh_io.h"
 #include "lib/kh_json.h"
 #include "lib/kh_mem.h"
+#include "cache/kh_record.h"
 #include "pam/kh_pam.h"
 #include "lib/kh_rundir.h"
 
@@ -42,7 +43,6 @@
 #define HANDOFF_FILE_MAX  (64 * 1024)
 #define HANDOFF_SWEEP_MAX 4096     /* entries looked at per sweep */
 #define HANDOFF_PIN_DESC  "kubehsm:handoff-pin:"
-#define HANDOFF_MAX_GROUPS 64
 
 static const char *const fields[] = {
 	"v", "created", "service", "user", "uid", "token_label", "token_serial",
@@ -345,7 +345,7 @@ decode_groups(json_t *doc, struct kh_pam_login *l)
 	json_t *arr = json_object_get(doc, "groups"), *g;
 	size_t i;
 
-	if (!json_is_array(arr) || json_array_size(arr) > HANDOFF_MAX_GROUPS)
+	if (!json_is_array(arr) || json_array_size(arr) > KH_RECORD_MAX_GROUPS)
 		return -1;
 	l->groups = calloc(json_array_size(arr) + 1, sizeof(char *));
 	if (l->groups == NULL)
