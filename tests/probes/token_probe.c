@@ -49,6 +49,7 @@
 #include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_token.h"
+#include "lib/kh_words.h"
 #include "lib/kh_x509.h"
 
 static const char *module = "/usr/lib/softhsm/libsofthsm2.so";
@@ -138,6 +139,19 @@ cmd_login(const char *label, const char *pin)
 static const char *probe_domains[16];
 static size_t probe_ndomains;
 
+/* A trust.map word to its rule, by the policy's own table (kh_map_words);
+ * "cn" and anything unknown give the CN rule. */
+static enum kh_map_rule
+map_rule(const char *map)
+{
+	const struct kh_enum_word *w;
+
+	for (w = kh_map_words; w->word != NULL; w++)
+		if (strcmp(w->word, map) == 0)
+			return (enum kh_map_rule)w->value;
+	return KH_MAP_CN;
+}
+
 static void
 domains_from_env(void)
 {
@@ -166,14 +180,8 @@ user_flow(const char *label, const char *pin, const char *key_label, const char 
 	enum kh_map_rule rule = KH_MAP_CN;
 	int rc = 1;
 
-	if (map != NULL) {
-		if (strcmp(map, "uid") == 0)
-			rule = KH_MAP_UID;
-		else if (strcmp(map, "email") == 0)
-			rule = KH_MAP_EMAIL;
-		else if (strcmp(map, "upn") == 0)
-			rule = KH_MAP_UPN;
-	}
+	if (map != NULL)
+		rule = map_rule(map);
 	tick();
 	p = kh_p11_open(module, &probe_env, &err);
 	if (p == NULL)
@@ -243,12 +251,7 @@ cmd_map(const char *cert_file, const char *rule)
 
 	if (cert == NULL)
 		return die(&err);
-	if (strcmp(rule, "uid") == 0)
-		r = KH_MAP_UID;
-	else if (strcmp(rule, "email") == 0)
-		r = KH_MAP_EMAIL;
-	else if (strcmp(rule, "upn") == 0)
-		r = KH_MAP_UPN;
+	r = map_rule(rule);
 	rc = kh_x509_map_user(cert, r, probe_domains, probe_ndomains, &name, &err);
 	X509_free(cert);
 	if (rc != 0)
@@ -405,18 +408,6 @@ cmd_pinfile(const char *path)
 	printf("pin length %zu\n", strlen(pin));
 	kh_secure_strfree(pin);
 	return 0;
-}
-
-static enum kh_map_rule
-map_rule(const char *map)
-{
-	if (strcmp(map, "uid") == 0)
-		return KH_MAP_UID;
-	if (strcmp(map, "email") == 0)
-		return KH_MAP_EMAIL;
-	if (strcmp(map, "upn") == 0)
-		return KH_MAP_UPN;
-	return KH_MAP_CN;
 }
 
 static int
