@@ -23,6 +23,7 @@
 #include <libconfig.h>
 
 #include "lib/kh_error.h"
+#include "lib/kh_template.h"
 #include "conf/kh_policy.h"
 #include "conf/kh_policy_int.h"
 
@@ -218,35 +219,13 @@ kh_policy_issuer(const struct kh_policy *p, const char *id)
 char *
 kh_policy_forward_socket(const struct kh_policy *p, uid_t uid, kh_error *err)
 {
-	const char *t = p->pkcs11.forward_socket;
-	char uidbuf[16], *out;
-	size_t len = 0, cap;
+	char uidbuf[16];
 
-	if (t == NULL) {
+	if (p->pkcs11.forward_socket == NULL) {
 		kh_fail(err, KH_ERR_CONFIG, "the policy names no forwarded token "
 			"(pkcs11.forward)");
 		return NULL;
 	}
 	(void)snprintf(uidbuf, sizeof(uidbuf), "%u", (unsigned)uid);
-	/* Each two-byte "%U" grows to at most the uid's length. */
-	cap = strlen(t) + (strlen(t) / 2) * strlen(uidbuf) + 1;
-	out = malloc(cap);
-	if (out == NULL) {
-		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		return NULL;
-	}
-	for (; *t != '\0'; t++) {
-		if (t[0] == '%' && t[1] == 'U') {
-			memcpy(out + len, uidbuf, strlen(uidbuf));
-			len += strlen(uidbuf);
-			t++;
-		} else if (t[0] == '%' && t[1] == '%') {
-			out[len++] = '%';
-			t++;
-		} else {
-			out[len++] = *t;
-		}
-	}
-	out[len] = '\0';
-	return out;
+	return kh_template_expand_escape(p->pkcs11.forward_socket, 'U', uidbuf, err);
 }

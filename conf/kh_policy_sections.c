@@ -18,6 +18,7 @@
 #include "lib/kh_env.h"
 #include "lib/kh_error.h"
 #include "lib/kh_p11_uri.h"
+#include "lib/kh_template.h"
 #include "conf/kh_policy.h"
 #include "conf/kh_policy_int.h"
 
@@ -40,20 +41,6 @@ static const char *const kh_session_keys[] = {
 };
 static const char *const kh_signer_keys[] = { "key", NULL };
 static const char *const kh_polkit_keys[] = { "mode", NULL };
-
-/* "%U" (the uid) and "%%" are the only escapes of a socket template. */
-static const char *
-kh_socket_template_bad(const char *t)
-{
-	for (; *t != '\0'; t++) {
-		if (*t != '%')
-			continue;
-		if (t[1] != 'U' && t[1] != '%')
-			return t;
-		t++;
-	}
-	return NULL;
-}
 
 /*
  * An env group (pkcs11.env, issuer.env): NAME = "value" pairs set around
@@ -136,7 +123,7 @@ kh_load_forward(const struct kh_loader *ld, const config_setting_t *pkcs11,
 	    kh_pol_get_string(ld, g, "pkcs11.forward", "socket", NULL,
 			      KH_STR_NONEMPTY | KH_STR_ABSPATH, &p->pkcs11.forward_socket, &sock) != 0)
 		return -1;
-	bad = kh_socket_template_bad(p->pkcs11.forward_socket);
+	bad = kh_template_check_escape(p->pkcs11.forward_socket, 'U');
 	if (bad != NULL)
 		return kh_pol_fail_at(ld, sock, "pkcs11.forward.socket: \"%s\": '%%%c' is not a "
 				      "template escape; only %%U (the user's uid) and %%%% are",

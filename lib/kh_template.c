@@ -1,5 +1,7 @@
 /*
- * kh_template — check and expand kubehsm.conf's %u templates.
+ * kh_template — check and expand kubehsm.conf's templates: "%u" (the user
+ * name) in token.label and identity.username, "%U" (the uid) in
+ * pkcs11.forward.socket.
  */
 #include "config.h"
 
@@ -10,56 +12,64 @@
 #include "lib/kh_template.h"
 
 const char *
-kh_template_check(const char *tmpl)
+kh_template_check_escape(const char *tmpl, char escape)
 {
 	const char *p;
 
 	for (p = tmpl; *p != '\0'; p++) {
 		if (*p != '%')
 			continue;
-		if (p[1] != 'u' && p[1] != '%')
+		if (p[1] != escape && p[1] != '%')
 			return p;
 		p++;
 	}
 	return NULL;
 }
 
-char *
-kh_template_expand(const char *tmpl, const char *user, kh_error *err)
+const char *
+kh_template_check(const char *tmpl)
 {
-	size_t ulen, len = 0, i;
+	return kh_template_check_escape(tmpl, 'u');
+}
+
+char *
+kh_template_expand_escape(const char *tmpl, char escape, const char *value, kh_error *err)
+{
+	size_t vlen, len = 0, i;
 	const char *p;
 	char *out;
 
 	if (tmpl == NULL)
 		return kh_fail(err, KH_ERR_INPUT, "no template to expand"), NULL;
-	if (user == NULL || user[0] == '\0')
-		return kh_fail(err, KH_ERR_INPUT, "cannot expand \"%s\": no user name", tmpl), NULL;
-	if (kh_template_check(tmpl) != NULL)
+	if (value == NULL || value[0] == '\0')
+		return kh_fail(err, KH_ERR_INPUT, "cannot expand \"%s\": no %s", tmpl,
+			       escape == 'u' ? "user name" : "value for its escape"), NULL;
+	if (kh_template_check_escape(tmpl, escape) != NULL)
 		return kh_fail(err, KH_ERR_INPUT,
-			       "template \"%s\": only %%u and %%%% may follow '%%'", tmpl), NULL;
-	ulen = strlen(user);
+			       "template \"%s\": only %%%c and %%%% may follow '%%'", tmpl,
+			       escape), NULL;
+	vlen = strlen(value);
 	/* First pass sizes the result, so the bound is checked before writing. */
 	for (p = tmpl; *p != '\0'; p++) {
 		size_t add = 1;
 
 		if (p[0] == '%') {
-			add = p[1] == 'u' ? ulen : 1;
+			add = p[1] == escape ? vlen : 1;
 			p++;
 		}
 		if (add > KH_TEMPLATE_MAX - len)
 			return kh_fail(err, KH_ERR_INPUT,
-				       "expanding \"%s\" for this user exceeds %d bytes",
-				       tmpl, KH_TEMPLATE_MAX), NULL;
+				       "expanding \"%s\" exceeds %d bytes", tmpl,
+				       KH_TEMPLATE_MAX), NULL;
 		len += add;
 	}
 	out = malloc(len + 1);
 	if (out == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory"), NULL;
 	for (p = tmpl, i = 0; *p != '\0'; p++) {
-		if (p[0] == '%' && p[1] == 'u') {
-			memcpy(out + i, user, ulen);
-			i += ulen;
+		if (p[0] == '%' && p[1] == escape) {
+			memcpy(out + i, value, vlen);
+			i += vlen;
 			p++;
 		} else if (p[0] == '%') {
 			out[i++] = '%';
@@ -70,4 +80,10 @@ kh_template_expand(const char *tmpl, const char *user, kh_error *err)
 	}
 	out[i] = '\0';
 	return out;
+}
+
+char *
+kh_template_expand(const char *tmpl, const char *user, kh_error *err)
+{
+	return kh_template_expand_escape(tmpl, 'u', user, err);
 }

@@ -1,7 +1,8 @@
 /*
- * kh_template — the "%u" templates of kubehsm.conf (token.label,
- * identity.username): %u is the PAM user, %% a percent sign, and nothing
- * else may follow '%'.
+ * kh_template — the templates of kubehsm.conf: one escape letter, "%%" a
+ * percent sign, and nothing else may follow '%'.  "%u" is the PAM user in
+ * token.label and identity.username (kh_template_check, _expand); "%U" the
+ * uid in pkcs11.forward.socket (the _escape forms with 'U').
  *
  * Return convention: pointers, NULL on failure with err set.
  */
@@ -24,5 +25,10 @@ const char *kh_template_check(const char *tmpl);
  * Returns a new string (caller frees) or NULL.
  */
 char *kh_template_expand(const char *tmpl, const char *user, kh_error *err);
+
+/* The same with another escape letter: "%<escape>" -> value. */
+const char *kh_template_check_escape(const char *tmpl, char escape);
+char *kh_template_expand_escape(const char *tmpl, char escape, const char *value,
+				kh_error *err);
 
 #endif

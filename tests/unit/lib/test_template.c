@@ -1,7 +1,8 @@
 /*
  * Unit tests for lib/kh_template: the %u templates of kubehsm.conf, which
  * escapes kh_template_check lets through and what kh_template_expand
- * makes of them, up to the output bound.
+ * makes of them, up to the output bound; and the same code with the %U
+ * escape of pkcs11.forward.socket.
  */
 #include "config.h"
 
@@ -130,12 +131,39 @@ test_template(void **state)
 	free(tmpl);
 }
 
+/* pkcs11.forward.socket's escape is %U (the uid): %u is no escape there,
+ * and %% stays a literal percent sign. */
+static void
+test_template_uid_escape(void **state)
+{
+	kh_error err;
+	char *got;
+
+	(void)state;
+	assert_null(kh_template_check_escape("/run/user/%U/p11-kit/pkcs11", 'U'));
+	assert_null(kh_template_check_escape("/run/%%U-%U", 'U'));
+	assert_non_null(kh_template_check_escape("/run/user/%u/pkcs11", 'U'));
+	got = kh_template_expand_escape("/run/user/%U/p11-kit/pkcs11", 'U', "1000", &err);
+	assert_non_null(got);
+	assert_string_equal(got, "/run/user/1000/p11-kit/pkcs11");
+	free(got);
+	got = kh_template_expand_escape("/run/%%U-%U", 'U', "4294967294", &err);
+	assert_non_null(got);
+	assert_string_equal(got, "/run/%U-4294967294");
+	free(got);
+	assert_null(kh_template_expand_escape("/run/user/%u", 'U', "1000", &err));
+	assert_int_equal(err.code, KH_ERR_INPUT);
+	assert_null(kh_template_expand_escape("/run/user/%U", 'U', "", &err));
+	assert_int_equal(err.code, KH_ERR_INPUT);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_template_check),
 		cmocka_unit_test(test_template),
+		cmocka_unit_test(test_template_uid_escape),
 	};
 
 	return cmocka_run_group_tests_name("template", tests, NULL, NULL);
