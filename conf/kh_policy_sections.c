@@ -128,7 +128,7 @@ kh_load_forward(const struct kh_loader *ld, const config_setting_t *pkcs11,
 		return kh_pol_fail_at(ld, sock, "pkcs11.forward.socket: \"%s\": '%%%c' is not a "
 				      "template escape; only %%U (the user's uid) and %%%% are",
 				      p->pkcs11.forward_socket, bad[1] != '\0' ? bad[1] : ' ');
-	if (strstr(p->pkcs11.forward_socket, "%U") == NULL)
+	if (!kh_template_uses(p->pkcs11.forward_socket, 'U'))
 		return kh_pol_fail_at(ld, sock, "pkcs11.forward.socket must name each user's own "
 				      "socket with %%U (the uid), e.g. "
 				      "\"/run/user/%%U/p11-kit/pkcs11\"");

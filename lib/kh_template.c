@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,23 @@ kh_template_check_escape(const char *tmpl, char escape)
 		p++;
 	}
 	return NULL;
+}
+
+bool
+kh_template_uses(const char *tmpl, char escape)
+{
+	const char *p;
+
+	for (p = tmpl; *p != '\0'; p++) {
+		if (*p != '%')
+			continue;
+		if (p[1] == escape)
+			return true;
+		if (p[1] == '\0')
+			break;
+		p++;   /* "%%" and any other pair: no escape of ours */
+	}
+	return false;
 }
 
 const char *

@@ -9,6 +9,8 @@
 #ifndef KH_TEMPLATE_H
 #define KH_TEMPLATE_H
 
+#include <stdbool.h>
+
 #include "lib/kh_error.h"
 
 /* Longest string kh_template_expand produces (bytes, without the NUL). */
@@ -28,6 +30,9 @@ char *kh_template_expand(const char *tmpl, const char *user, kh_error *err);
 
 /* The same with another escape letter: "%<escape>" -> value. */
 const char *kh_template_check_escape(const char *tmpl, char escape);
+/* Does tmpl use "%<escape>" at least once (not a literal "%%<escape>")?
+ * A boolean, not the convention above. */
+bool kh_template_uses(const char *tmpl, char escape);
 char *kh_template_expand_escape(const char *tmpl, char escape, const char *value,
 				kh_error *err);
 

@@ -99,9 +99,11 @@ test_forward_socket(void **state)
 	kh_policy_free(p);
 	free(text);
 
-	/* Refused: no %U, another escape, a trailing %, not a group. */
+	/* Refused: no %U (a literal "%%U" is none), another escape, a trailing
+	 * %, not a group. */
 	static const char *const bad[] = {
 		"socket = \"/run/p11\";", "must name each user's own socket with %U",
+		"socket = \"/run/%%U/p11\";", "must name each user's own socket with %U",
 		"socket = \"/run/%u/%U\";", "'%u' is not a template escape",
 		"socket = \"/run/%U/%\";", "is not a template escape",
 		"socket = \"run/%U\";", "absolute path",

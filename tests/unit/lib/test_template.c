@@ -143,6 +143,11 @@ test_template_uid_escape(void **state)
 	assert_null(kh_template_check_escape("/run/user/%U/p11-kit/pkcs11", 'U'));
 	assert_null(kh_template_check_escape("/run/%%U-%U", 'U'));
 	assert_non_null(kh_template_check_escape("/run/user/%u/pkcs11", 'U'));
+	assert_true(kh_template_uses("/run/user/%U/pkcs11", 'U'));
+	assert_true(kh_template_uses("/run/%%%U", 'U'));
+	assert_false(kh_template_uses("/run/%%U/pkcs11", 'U'));   /* a literal "%U" */
+	assert_false(kh_template_uses("/run/pkcs11", 'U'));
+	assert_false(kh_template_uses("/run/%u/%", 'U'));
 	got = kh_template_expand_escape("/run/user/%U/p11-kit/pkcs11", 'U', "1000", &err);
 	assert_non_null(got);
 	assert_string_equal(got, "/run/user/1000/p11-kit/pkcs11");
