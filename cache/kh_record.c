@@ -14,7 +14,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,20 +40,11 @@ static const char *const record_fields[] = {
 enum { KH_PART_EXEC, KH_PART_CHAIN, KH_PART_TOKEN_CERT, KH_PART_COUNT };
 static const char *const part_names[KH_PART_COUNT] = { "exec", "chain", "token_cert" };
 
-/* Issuer ids appear in key descriptions: keep them to a plain alphabet. */
-static int
+/* Issuer ids appear in key descriptions; "" is the default issuer's. */
+static bool
 issuer_id_valid(const char *id)
 {
-	size_t i, n = strlen(id);
-
-	if (n > KH_ISSUER_ID_MAX)
-		return 0;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)id[i];
-		if (!isalnum(c) && c != '.' && c != '_' && c != '-')
-			return 0;
-	}
-	return 1;
+	return id[0] == '\0' || kh_issuer_id_valid(id, strlen(id));
 }
 
 int

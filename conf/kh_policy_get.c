@@ -9,7 +9,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,22 +138,6 @@ kh_pol_has_control_char(const char *s)
 			return true;
 	}
 	return false;
-}
-
-/* One alphabet for every name the policy defines: it ends up in key
- * descriptions, socket paths and user names. */
-bool
-kh_pol_valid_word(const char *v, size_t max)
-{
-	size_t n = strlen(v), i;
-
-	if (n < 1 || n > max)
-		return false;
-	for (i = 0; i < n; i++) {
-		if (!isalnum((unsigned char)v[i]) && v[i] != '.' && v[i] != '_' && v[i] != '-')
-			return false;
-	}
-	return true;
 }
 
 /* A group (section) of the root, or NULL when absent and not required. */

@@ -55,8 +55,6 @@ int kh_pol_fail_oom(const struct kh_loader *ld);
 int kh_pol_check_keys(const struct kh_loader *ld, const config_setting_t *group,
 		      const char *section, const char *const *known);
 bool kh_pol_has_control_char(const char *s);
-/* 1..max characters of [A-Za-z0-9._-]: issuer ids, cluster names, users. */
-bool kh_pol_valid_word(const char *v, size_t max);
 
 /* ---- typed getters (kh_policy_get.c) ---- */
 

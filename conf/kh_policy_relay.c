@@ -120,7 +120,7 @@ kh_load_relay_cluster(const struct kh_loader *ld, const config_setting_t *g,
 	if (kh_pol_check_keys(ld, g, "relay.clusters", kh_relay_cluster_keys) != 0 ||
 	    kh_pol_get_string(ld, g, "relay.clusters", "name", NULL, KH_STR_NONEMPTY, &c->name, &w) != 0)
 		return -1;
-	if (!kh_pol_valid_word(c->name, KH_RELAY_NAME_MAX))
+	if (!kh_word_valid(c->name, strlen(c->name), KH_RELAY_NAME_MAX))
 		return kh_pol_fail_at(ld, w, "relay.clusters.name \"%s\" must be 1 to %d characters "
 				      "from A-Z a-z 0-9 . _ -", c->name, KH_RELAY_NAME_MAX);
 	if (config_setting_get_member(g, "listen") == NULL)
@@ -246,7 +246,7 @@ kh_pol_load_relay(const struct kh_loader *ld, const config_setting_t *root, stru
 	if (kh_pol_get_string(ld, g, "relay", "run_as", KH_RELAY_DEFAULT_RUN_AS, KH_STR_NONEMPTY,
 			      &r->run_as, &w) != 0)
 		return -1;
-	if (!kh_pol_valid_word(r->run_as, KH_RELAY_USER_MAX) || strcmp(r->run_as, "root") == 0)
+	if (!kh_word_valid(r->run_as, strlen(r->run_as), KH_RELAY_USER_MAX) || strcmp(r->run_as, "root") == 0)
 		return kh_pol_fail_at(ld, w, "relay.run_as \"%s\" must name a dedicated system user "
 				      "(not root), e.g. \"kubehsm\"", r->run_as);
 	if (kh_pol_get_string(ld, g, "relay", "rundir", KH_RELAY_DEFAULT_RUNDIR,

@@ -21,6 +21,7 @@
 
 #include "helper/kh_cli.h"
 #include "lib/kh_exec_proto.h"
+#include "lib/kh_words.h"
 
 static void
 kh_kubeconfig_usage(FILE *out)
@@ -113,10 +114,8 @@ kh_cmd_kubeconfig(int argc, char **argv)
 		kh_cli_error("kubeconfig: --name may use letters, digits and . _ @ - only");
 		return KH_EXIT_USAGE;
 	}
-	if (issuer != NULL && (issuer[0] == '\0' || strlen(issuer) > 32 ||
-	    strspn(issuer, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-	    strlen(issuer))) {
-		kh_cli_error("kubeconfig: --issuer must be 1-32 of [A-Za-z0-9._-]");
+	if (issuer != NULL && !kh_issuer_id_valid(issuer, strlen(issuer))) {
+		kh_cli_error("kubeconfig: --issuer must be 1-%d of [A-Za-z0-9._-]", KH_ISSUER_ID_MAX);
 		return KH_EXIT_USAGE;
 	}
 	if (command == NULL)

@@ -83,11 +83,11 @@ kh_deliver_name(enum kh_deliver v)
 }
 
 bool
-kh_issuer_id_valid(const char *s, size_t len)
+kh_word_valid(const char *s, size_t len, size_t max)
 {
 	size_t i;
 
-	if (s == NULL || len == 0 || len > KH_ISSUER_ID_MAX)
+	if (s == NULL || len == 0 || len > max)
 		return false;
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -97,4 +97,10 @@ kh_issuer_id_valid(const char *s, size_t len)
 			return false;
 	}
 	return true;
+}
+
+bool
+kh_issuer_id_valid(const char *s, size_t len)
+{
+	return kh_word_valid(s, len, KH_ISSUER_ID_MAX);
 }

@@ -69,10 +69,17 @@ extern const struct kh_enum_word kh_key_type_words[];
 extern const struct kh_enum_word kh_deliver_words[];
 
 /*
- * An issuer id (issuer.id): 1 to KH_ISSUER_ID_MAX characters from
- * A-Z a-z 0-9 . _ -.  It names key descriptions in the keyring, the
- * kubeconfig's exec config and the relay's messages, so every one of them
- * takes the same bound and the same characters, whatever the locale.
+ * A name the policy defines (an issuer id, a relay cluster, the relay's
+ * user): 1 to max characters from A-Z a-z 0-9 . _ -, ASCII whatever the
+ * locale.  Such names end up in key descriptions, socket paths and user
+ * names.  The length given is what is judged: a NUL in it is a character.
+ */
+bool kh_word_valid(const char *s, size_t len, size_t max);
+
+/*
+ * An issuer id (issuer.id) is such a word of at most KH_ISSUER_ID_MAX.  It
+ * names key descriptions in the keyring, the kubeconfig's exec config and
+ * the relay's messages, so every one of them takes the same rule.
  */
 #define KH_ISSUER_ID_MAX 32
 bool kh_issuer_id_valid(const char *s, size_t len);

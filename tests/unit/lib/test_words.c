@@ -70,6 +70,20 @@ test_issuer_id(void **state)
 	assert_false(kh_issuer_id_valid("caf\xc3\xa9", 5));   /* ASCII only, whatever the locale */
 }
 
+/* The policy's other names (relay cluster, run_as) take the same alphabet
+ * with a bound of their own. */
+static void
+test_word(void **state)
+{
+	(void)state;
+	assert_true(kh_word_valid("abc", 3, 3));
+	assert_false(kh_word_valid("abcd", 4, 3));
+	assert_true(kh_word_valid("kube-relay_1.x", 14, 64));
+	assert_false(kh_word_valid("", 0, 64));
+	assert_false(kh_word_valid("a@b", 3, 64));
+	assert_false(kh_word_valid("\xe9t\xe9", 3, 64));   /* Latin-1 letters: not in any locale */
+}
+
 int
 main(void)
 {
@@ -77,6 +91,7 @@ main(void)
 		cmocka_unit_test(test_enum_names),
 		cmocka_unit_test(test_word_tables),
 		cmocka_unit_test(test_issuer_id),
+		cmocka_unit_test(test_word),
 	};
 
 	return cmocka_run_group_tests_name("words", tests, NULL, NULL);
