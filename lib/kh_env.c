@@ -108,6 +108,33 @@ kh_env_apply(const struct kh_env *env, struct kh_env_saved *s, kh_error *err)
 	return 0;
 }
 
+static const char *
+kh_env_value_of(const struct kh_env *env, const char *name)
+{
+	for (size_t i = 0; i < env->n; i++)
+		if (strcmp(env->names[i], name) == 0)
+			return env->values[i];
+	return NULL;
+}
+
+bool
+kh_env_equal(const struct kh_env *a, const struct kh_env *b)
+{
+	static const struct kh_env none;
+	const char *v;
+
+	a = a != NULL ? a : &none;
+	b = b != NULL ? b : &none;
+	if (a->n != b->n)
+		return false;
+	/* Names are unique within one env: they are the settings of one
+	 * libconfig group, which refuses a name twice. */
+	for (size_t i = 0; i < a->n; i++)
+		if ((v = kh_env_value_of(b, a->names[i])) == NULL || strcmp(v, a->values[i]) != 0)
+			return false;
+	return true;
+}
+
 void
 kh_env_clear(struct kh_env *env)
 {

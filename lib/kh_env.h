@@ -18,7 +18,8 @@
  * the login programs kubehsm serves (sshd, login, su, sudo, pkexec).
  *
  * Return convention: kh_env_apply returns 0, or -1 with err set and
- * nothing changed; the predicates return a problem (NULL when fine).
+ * nothing changed; the predicates return a problem (NULL when fine);
+ * kh_env_equal answers true or false.
  */
 #ifndef KH_ENV_H
 #define KH_ENV_H
@@ -60,6 +61,9 @@ int kh_env_apply(const struct kh_env *env, struct kh_env_saved *saved, kh_error 
 
 /* Put back exactly what kh_env_apply found, and free saved. */
 void kh_env_restore(struct kh_env_saved *saved);
+
+/* The same variables with the same values, in any order (NULL is empty). */
+bool kh_env_equal(const struct kh_env *a, const struct kh_env *b);
 
 /* Free the pairs of an env built by a loader. */
 void kh_env_clear(struct kh_env *env);

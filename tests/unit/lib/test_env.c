@@ -1,7 +1,7 @@
 /*
  * test_env — lib/kh_env: pkcs11.env set around a module's initialisation
  * and put back exactly as it was, and the names and values a policy may
- * give.
+ * give, and when two modules' environments are the same.
  */
 #include "config.h"
 
@@ -148,6 +148,31 @@ t_values(void **state)
 	assert_null(kh_env_value_problem(big));
 }
 
+/* Two modules' environments are the same only with the same variables and
+ * values; the order of the policy's lines does not matter, NULL is empty. */
+static void
+t_equal(void **state)
+{
+	char *n1[] = { "A", "B" }, *v1[] = { "1", "2" };
+	char *n2[] = { "B", "A" }, *v2[] = { "2", "1" };
+	char *n3[] = { "A", "B" }, *v3[] = { "1", "3" };
+	char *n4[] = { "A", "C" }, *v4[] = { "1", "2" };
+	char *n5[] = { "A" }, *v5[] = { "1" };
+	struct kh_env a = pairs(n1, v1, 2), b = pairs(n2, v2, 2), c = pairs(n3, v3, 2);
+	struct kh_env d = pairs(n4, v4, 2), e = pairs(n5, v5, 1), none = pairs(NULL, NULL, 0);
+
+	(void)state;
+	assert_true(kh_env_equal(&a, &a));
+	assert_true(kh_env_equal(&a, &b));
+	assert_false(kh_env_equal(&a, &c));
+	assert_false(kh_env_equal(&a, &d));
+	assert_false(kh_env_equal(&a, &e));
+	assert_false(kh_env_equal(&e, &a));
+	assert_true(kh_env_equal(&none, NULL));
+	assert_true(kh_env_equal(NULL, NULL));
+	assert_false(kh_env_equal(&e, NULL));
+}
+
 int
 main(void)
 {
@@ -158,6 +183,7 @@ main(void)
 		cmocka_unit_test(t_failure_puts_back),
 		cmocka_unit_test(t_names),
 		cmocka_unit_test(t_values),
+		cmocka_unit_test(t_equal),
 	};
 
 	return cmocka_run_group_tests_name("module environment", tests, NULL, NULL);
