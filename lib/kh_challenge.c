@@ -103,6 +103,3 @@ kh_p11_prove_possession(EVP_PKEY *key, X509 *cert, kh_error *err)
 	OPENSSL_free(sig);
 	return rc;
 }
-
-/* The one initialised token labelled u->token, which must match the
- * URI's other token attributes too. */

@@ -99,7 +99,9 @@ kh_p11_fail_op(kh_error *err, const char *label, const char *what)
  * login or PIN outlives its handle; only the code and its static data stay,
  * as libp11 itself does (kh_p11_pin_library).  PKCS#11 lets an application
  * call C_Initialize again after C_Finalize; a process that opens a module
- * twice in a row now does exactly that.
+ * twice in a row now does exactly that.  (pam_kubehsm goes one step further
+ * for a module that holds both tokens and no card: kh_p11_release_token and
+ * pam/kh_pam_module.c.)
  */
 static int
 kh_p11_dlopen(struct kh_p11 *p, kh_error *err)
@@ -247,6 +249,38 @@ kh_p11_close(struct kh_p11 *p)
 	/* libp11 and the module leave their failures in the queue: they must
 	 * not surface in an unrelated later kh_fail_ssl. */
 	ERR_clear_error();
+}
+
+bool
+kh_p11_is_module(const struct kh_p11 *p, const char *path, const struct kh_env *env)
+{
+	return p != NULL && path != NULL && p->loaded && strcmp(p->path, path) == 0 &&
+	       kh_env_equal(&p->env, env);
+}
+
+bool
+kh_p11_token_removable(const struct kh_p11 *p)
+{
+	/* No selected slot: nothing known, so the cautious answer. */
+	return p == NULL || p->slot == NULL || p->slot->removable;
+}
+
+int
+kh_p11_release_token(struct kh_p11 *p)
+{
+	int rc = 0;
+
+	if (p == NULL)
+		return -1;
+	ERR_clear_error();
+	if (p->logged_in && p->slot != NULL && PKCS11_logout(p->slot) != 0)
+		rc = -1;
+	p->logged_in = false;
+	kh_p11_forget_pin(p);
+	/* libp11 closes the slots' sessions as it releases them. */
+	kh_p11_release_slots(p);
+	ERR_clear_error();
+	return rc;
 }
 
 const char *
@@ -771,6 +805,20 @@ kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 }
 
 int
+kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned char *id,
+		      size_t id_len, EVP_PKEY **key, kh_error *err)
+{
+	struct kh_p11_match m = {
+		.label = key_label,
+		.id = id_len > 0 ? id : NULL,
+		.id_len = id_len,
+	};
+
+	*key = NULL;
+	return kh_p11_key_by_match(p, &m, key, err);
+}
+
+int
 kh_p11_find_cert_key(struct kh_p11 *p, const struct kh_p11_cert *cert, const char *key_label,
 		     const char *token_label, EVP_PKEY **key, kh_error *err)
 {
@@ -858,72 +906,6 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 			return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
 		return kh_fail(err, KH_ERR_TOKEN, "token '%s': login failed (CKR 0x%lx)", label, ckr);
 	}
-}
-
-static int
-kh_p11_token_for_uri(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
-		     kh_error *err)
-{
-	struct kh_p11_token *t = NULL;
-	size_t n = 0, i, hits = 0, found = 0;
-	const char *bad;
-	int rc = -1;
-
-	if (kh_p11_list_tokens(p, &t, &n, err) != 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (t[i].initialized && strcmp(t[i].label, u->token) == 0) {
-			found = i;
-			hits++;
-		}
-	}
-	if (hits == 0) {
-		kh_fail(err, KH_ERR_NOTFOUND, "no token labelled '%s' is present", u->token);
-	} else if (hits > 1) {
-		kh_fail(err, KH_ERR_REFUSED, "%zu tokens are labelled '%s'; remove all but one",
-			hits, u->token);
-	} else if (u->serial != NULL && strcmp(u->serial, t[found].serial) != 0) {
-		kh_fail(err, KH_ERR_NOTFOUND, "token '%s' has serial %s, not %s as %s says",
-			u->token, t[found].serial, u->serial, uri);
-	} else if ((bad = kh_p11_uri_mismatch(u, &t[found])) != NULL) {
-		kh_fail(err, KH_ERR_NOTFOUND, "token '%s' does not have the %s %s says",
-			u->token, bad, uri);
-	} else {
-		rc = kh_p11_use_token(p, &t[found], err);
-	}
-	kh_p11_tokens_free(t, n);
-	return rc;
-}
-
-int
-kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
-		    const char *pin, struct kh_p11 **handle, EVP_PKEY **key, kh_error *err)
-{
-	struct kh_p11_uri u;
-	struct kh_p11_match m;
-	struct kh_p11 *p = NULL;
-	int rc = -1;
-
-	*handle = NULL;
-	*key = NULL;
-	if (kh_p11_uri_parse(uri, &u, err) != 0)
-		return -1;
-	p = kh_p11_open(module, env, err);
-	if (p == NULL || kh_p11_token_for_uri(p, &u, uri, err) != 0 ||
-	    kh_p11_login(p, pin, err) != 0)
-		goto out;
-	m.label = u.object;
-	m.id = u.id;
-	m.id_len = u.id_len;
-	if (kh_p11_key_by_match(p, &m, key, err) != 0)
-		goto out;
-	*handle = p;
-	p = NULL;
-	rc = 0;
-out:
-	kh_p11_close(p);
-	kh_p11_uri_clear(&u);
-	return rc;
 }
 
 /*

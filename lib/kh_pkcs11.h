@@ -99,6 +99,21 @@ struct kh_p11 *kh_p11_open(const char *path, const struct kh_env *env, kh_error 
 /* Log out, release every libp11 object, finalise and unload. NULL is fine. */
 void kh_p11_close(struct kh_p11 *p);
 
+/* Is p the module at `path`, initialised with exactly `env`? */
+bool kh_p11_is_module(const struct kh_p11 *p, const char *path, const struct kh_env *env);
+
+/* Does the selected token sit in a removable slot (a card reader)?  True
+ * when no token is selected. */
+bool kh_p11_token_removable(const struct kh_p11 *p);
+
+/*
+ * Be done with the selected token but keep the module initialised, for a
+ * token of the same module next (the issuer's, kh_p11_issuer.h): log out
+ * (C_Logout), forget the PIN, release every slot (libp11 closes their
+ * sessions).  0, or -1 when the logout failed — then close the module.
+ */
+int kh_p11_release_token(struct kh_p11 *p);
+
 /* The module's manufacturer (CK_INFO.manufacturerID), "" if unknown. */
 const char *kh_p11_module_manufacturer(const struct kh_p11 *p);
 
@@ -169,6 +184,11 @@ int kh_p11_find_key(struct kh_p11 *p, const char *key_label,
 int kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 			  const char *key_label, EVP_PKEY **key, kh_error *err);
 
+/* The private key (after login) whose CKA_LABEL is key_label (NULL: any)
+ * and whose CKA_ID is id (id_len 0: any).  Exactly one or an error. */
+int kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned char *id,
+			  size_t id_len, EVP_PKEY **key, kh_error *err);
+
 /* Did the last libp11 failure (OpenSSL's error queue) say the token went
  * away (CKR_TOKEN_NOT_PRESENT, CKR_DEVICE_REMOVED)? */
 bool kh_p11_last_error_token_gone(void);
@@ -190,16 +210,6 @@ int kh_p11_find_cert_key(struct kh_p11 *p, const struct kh_p11_cert *cert,
 int kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t,
 		    const unsigned char *id, size_t id_len,
 		    struct kh_p11_key_info *info, kh_error *err);
-
-/*
- * The issuer key named by `uri` on the module at `module` (with env set
- * around its initialisation), logged in with `pin`.  On success *handle
- * keeps the module session open for as long as the key is used: free the
- * key first, then kh_p11_close(*handle).
- */
-int kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
-			const char *pin, struct kh_p11 **handle, EVP_PKEY **key,
-			kh_error *err);
 
 /* Keep libp11 mapped once loaded (for a dlclose'd PAM module). */
 bool kh_p11_pin_library(void);

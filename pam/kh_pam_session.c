@@ -32,6 +32,7 @@
 
 #include "cache/kh_cache.h"
 #include "lib/kh_mem.h"
+#include "lib/kh_p11_issuer.h"
 #include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
 #include "pam/kh_pam.h"

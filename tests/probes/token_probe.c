@@ -46,6 +46,7 @@
 #include "lib/kh_challenge.h"
 #include "lib/kh_env.h"
 #include "lib/kh_mem.h"
+#include "lib/kh_p11_issuer.h"
 #include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
 #include "lib/kh_token.h"
