@@ -249,17 +249,21 @@ pki_issuer_token() {   # LABEL PIN CA [NAME] [ec|rsa|ec384]
 # UUID whose last two groups are the token's serial number.
 # pki_policy FILE ISSUER_TOKEN [NAME=VALUE...]: a policy for the tokens and
 # CAs made here, root-owned 0644 in a 0755 directory as the loader requires.
-# Settings and defaults: module=$PKI_MODULE (the users' tokens; the issuer
-# always uses the real SoftHSM), pin_file=$PKI_DIR/issuer.pin,
-# groups='"cert:O"', cache_pin=false, polkit=off.
+# Settings and defaults: module=$PKI_MODULE (the users' tokens),
+# issuer_module=$PKI_MODULE (the issuer's: the real SoftHSM whatever module
+# says), issuer_env= (libconfig settings for issuer.env, e.g. 'A = "1";'),
+# pin_file=$PKI_DIR/issuer.pin, groups='"cert:O"', cache_pin=false,
+# polkit=off.
 pki_policy() {
 	local file=$1 issuer=$2 kv
 	local module=$PKI_MODULE pin_file=$PKI_DIR/issuer.pin groups='"cert:O"'
-	local cache_pin=false polkit=off
+	local cache_pin=false polkit=off issuer_module=$PKI_MODULE issuer_env= env_line=
 	shift 2
 	for kv in "$@"; do
 		case $kv in
 		module=*) module=${kv#*=} ;;
+		issuer_module=*) issuer_module=${kv#*=} ;;
+		issuer_env=*) issuer_env=${kv#*=} ;;
 		pin_file=*) pin_file=${kv#*=} ;;
 		groups=*) groups=${kv#*=} ;;
 		cache_pin=*) cache_pin=${kv#*=} ;;
@@ -267,6 +271,7 @@ pki_policy() {
 		*) echo "pki_policy: unknown setting '$kv'" >&2; return 1 ;;
 		esac
 	done
+	[ -n "$issuer_env" ] && env_line=" env = { $issuer_env };"
 	mkdir -p -m 0755 "$(dirname "$file")" || return 1
 	cat >"$file" <<CONF || return 1
 version = 1;
@@ -274,9 +279,9 @@ pkcs11 = { module = "$module"; };
 token = { label = "%u"; key_label = "kube"; };
 trust = { ca_file = "$PKI_DIR/users.pem"; map = "cn"; };
 identity = { username = "%u"; groups = [ $groups ]; };
-issuer = { key = "pkcs11:token=$issuer;object=issuer"; module = "$PKI_MODULE";
+issuer = { key = "pkcs11:token=$issuer;object=issuer"; module = "$issuer_module";
            cert_file = "$PKI_DIR/issuer.pem"; pin_file = "$pin_file";
-           key_type = "ec-p256"; };
+           key_type = "ec-p256";$env_line };
 session = { ttl = "1h"; scope = "user"; revoke_on_logout = true; cache_pin = $cache_pin; };
 polkit = { mode = "$polkit"; };
 CONF

@@ -11,6 +11,12 @@
  *                       C_Login answers CKR_PIN_LOCKED without asking
  *   KH_SHIM_LOG         file: one line "C_Login" appended per C_Login call
  *                       (also the ones the shim refuses)
+ *   KH_SHIM_TRACE       file: one line per C_Initialize, C_Finalize,
+ *                       C_OpenSession, C_CloseSession, C_CloseAllSessions,
+ *                       C_Login and C_Logout, with the slot ("C_Login 1"),
+ *                       in call order: what a module's life in one login was
+ *   KH_SHIM_SLOT_FLAGS  "removable": CK_SLOT_INFO.flags gains
+ *                       CKF_REMOVABLE_DEVICE, as a card reader's slot has
  *   KH_SHIM_VANISH      "login": C_Login answers CKR_DEVICE_REMOVED (token
  *                       pulled mid-login); "after-login": a successful
  *                       C_Login works, then the token is gone (token info
@@ -182,6 +188,72 @@ log_login(void)
 	append_line(ctl_path("logins", path, sizeof(path)), "C_Login", !ctl_fixed());
 }
 
+/* One KH_SHIM_TRACE line: the call, and its slot when it has one. */
+static void
+trace(const char *call, bool has_slot, CK_SLOT_ID slot)
+{
+	char line[96];
+
+	if (has_slot)
+		(void)snprintf(line, sizeof(line), "%s %lu", call, (unsigned long)slot);
+	else
+		(void)snprintf(line, sizeof(line), "%s", call);
+	append_line(getenv("KH_SHIM_TRACE"), line, true);
+}
+
+/* The slot of session s, for the trace. */
+static void
+trace_session(const char *call, CK_SESSION_HANDLE s)
+{
+	CK_SESSION_INFO info;
+
+	if (getenv("KH_SHIM_TRACE") == NULL)
+		return;
+	if (real->C_GetSessionInfo(s, &info) == CKR_OK)
+		trace(call, true, info.slotID);
+	else
+		trace(call, false, 0);
+}
+
+static CK_RV
+shim_Initialize(CK_VOID_PTR args)
+{
+	trace("C_Initialize", false, 0);
+	return real->C_Initialize(args);
+}
+
+static CK_RV
+shim_GetSlotInfo(CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
+{
+	const char *f = getenv("KH_SHIM_SLOT_FLAGS");
+	CK_RV rv = real->C_GetSlotInfo(slot, info);
+
+	if (rv == CKR_OK && info != NULL && f != NULL && strstr(f, "removable") != NULL)
+		info->flags |= CKF_REMOVABLE_DEVICE;
+	return rv;
+}
+
+static CK_RV
+shim_Logout(CK_SESSION_HANDLE s)
+{
+	trace_session("C_Logout", s);
+	return real->C_Logout(s);
+}
+
+static CK_RV
+shim_CloseSession(CK_SESSION_HANDLE s)
+{
+	trace_session("C_CloseSession", s);
+	return real->C_CloseSession(s);
+}
+
+static CK_RV
+shim_CloseAllSessions(CK_SLOT_ID slot)
+{
+	trace("C_CloseAllSessions", true, slot);
+	return real->C_CloseAllSessions(slot);
+}
+
 static CK_RV
 shim_GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
 {
@@ -201,6 +273,7 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 	CK_RV rv;
 
 	log_login();
+	trace_session("C_Login", s);
 	if (vanished || vanish_is("login"))
 		return CKR_DEVICE_REMOVED;
 	if (type == CKU_USER && (ctl_flags() & CKF_USER_PIN_LOCKED))
@@ -220,8 +293,14 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 		return real->C_##name args;                       \
 	}
 
-SHIM_GONE(OpenSession, (CK_SLOT_ID a, CK_FLAGS b, CK_VOID_PTR c, CK_NOTIFY d, CK_SESSION_HANDLE_PTR e),
-	  (a, b, c, d, e))
+static CK_RV
+shim_OpenSession(CK_SLOT_ID a, CK_FLAGS b, CK_VOID_PTR c, CK_NOTIFY d, CK_SESSION_HANDLE_PTR e)
+{
+	trace("C_OpenSession", true, a);
+	if (vanished)
+		return CKR_DEVICE_REMOVED;
+	return real->C_OpenSession(a, b, c, d, e);
+}
 SHIM_GONE(GetSessionInfo, (CK_SESSION_HANDLE a, CK_SESSION_INFO_PTR b), (a, b))
 SHIM_GONE(FindObjectsInit, (CK_SESSION_HANDLE a, CK_ATTRIBUTE_PTR b, CK_ULONG c), (a, b, c))
 SHIM_GONE(FindObjects, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE_PTR b, CK_ULONG c, CK_ULONG_PTR d),
@@ -244,7 +323,10 @@ SHIM_GONE(Sign, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, 
 static CK_RV
 shim_Finalize(CK_VOID_PTR reserved)
 {
-	CK_RV rv = real->C_Finalize(reserved);
+	CK_RV rv;
+
+	trace("C_Finalize", false, 0);
+	rv = real->C_Finalize(reserved);
 
 	vanished = false;
 	return rv;
@@ -273,7 +355,12 @@ shim_load(void)
 	}
 	shim = *real;
 	shim.C_GetFunctionList = C_GetFunctionList;
+	shim.C_Initialize = shim_Initialize;
 	shim.C_Finalize = shim_Finalize;
+	shim.C_GetSlotInfo = shim_GetSlotInfo;
+	shim.C_Logout = shim_Logout;
+	shim.C_CloseSession = shim_CloseSession;
+	shim.C_CloseAllSessions = shim_CloseAllSessions;
 	shim.C_GetTokenInfo = shim_GetTokenInfo;
 	shim.C_Login = shim_Login;
 	shim.C_OpenSession = shim_OpenSession;
