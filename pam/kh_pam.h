@@ -151,6 +151,7 @@ int kh_pam_prompt_pin(pam_handle_t *pamh, const char *token_label, char **pin);
 #define KH_PAM_DATA_LOGIN   "kubehsm:login"
 #define KH_PAM_DATA_SESSION "kubehsm:session-open"
 #define KH_PAM_DATA_ACCOUNT "kubehsm:account"
+#define KH_PAM_DATA_MODULE  "kubehsm:module"
 
 /*
  * What a successful authentication hands to the session step.  Owned by
@@ -230,6 +231,27 @@ struct kh_p11 *kh_pam_open_token_module(pam_handle_t *pamh, const struct kh_pam_
 					const struct kh_policy *policy, const char *user,
 					uid_t uid, char **forward_path, kh_error *err);
 
+
+/* ---- the user's module kept for the issuer (kh_pam_module.c) ----------- */
+
+/*
+ * After a successful auth: keep the module of the user's token initialised
+ * in the handle for the issuer step of open_session, when an issuer of the
+ * policy uses the same module with the same environment and the token is
+ * not in a removable slot.  The token is logged out and its sessions
+ * closed first.  Kept: *p11 becomes NULL.  Not kept: *p11 is the caller's
+ * to close, as before.
+ */
+void kh_pam_module_keep(pam_handle_t *pamh, const struct kh_pam_opts *opts,
+			const struct kh_policy *policy, struct kh_p11 **p11);
+
+/* The kept module, if it is `module` initialised with `env` by this
+ * process: the caller's from now on (kh_p11_close).  NULL otherwise. */
+struct kh_p11 *kh_pam_module_take(pam_handle_t *pamh, const char *module,
+				  const struct kh_env *env);
+
+/* Finalise a kept module no issuer took (the end of open_session). */
+void kh_pam_module_drop(pam_handle_t *pamh);
 
 /* ---- auth → session hand-off across processes (kh_pam_handoff.c) --------- */
 

@@ -593,6 +593,9 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	struct kh_pam_login *login = NULL;
 	int rc;
 
+	/* A second authentication in one handle: the module the first one
+	 * kept goes before this one initialises it again. */
+	kh_pam_module_drop(pamh);
 	rc = KH_STEP(opts, KH_STEP_USER, kh_pam_get_user(pamh, &c.user, &c.uid, &c.gid));
 	if (rc != PAM_SUCCESS)
 		return rc;
@@ -618,6 +621,11 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	}
 	pam_syslog(pamh, LOG_INFO, "user '%s': authenticated with token '%s' (serial %s%s)",
 		   c.user, c.tok->label, c.tok->serial, c.forwarded ? ", forwarded" : "");
+	if (!opts->no_cache) {
+		EVP_PKEY_free(c.key);   /* the token's key goes before its token */
+		c.key = NULL;
+		KH_TIMED(opts, KH_STEP_P11_CLOSE, kh_pam_module_keep(pamh, opts, c.policy, &c.p11));
+	}
 out:
 	KH_TIMED(opts, KH_STEP_P11_CLOSE, auth_ctx_clear(&c));
 	return rc;

@@ -90,17 +90,24 @@ polkit_allows(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	return rc;
 }
 
-/* Issuer key + chain; the caller frees key before closing *p11. */
+/* Issuer key + chain; the caller frees key before closing *p11.  The
+ * module auth kept, when it is the issuer's (kh_pam_module.c); else one of
+ * its own. */
 static int
-open_issuer(const struct kh_issuer *is, struct kh_p11 **p11, EVP_PKEY **key,
-	    STACK_OF(X509) **chain, char **chain_pem, kh_error *err)
+open_issuer(pam_handle_t *pamh, const struct kh_issuer *is, struct kh_p11 **p11,
+	    EVP_PKEY **key, STACK_OF(X509) **chain, char **chain_pem, kh_error *err)
 {
 	char *pin = NULL;
 	int rc;
 
+	*p11 = NULL;
 	if (kh_p11_read_pin_file(is->pin_file, &pin, err) != 0)
 		return -1;
-	rc = kh_p11_open_uri_key(is->module, &is->env, is->key, pin, p11, key, err);
+	*p11 = kh_pam_module_take(pamh, is->module, &is->env);
+	if (*p11 != NULL)
+		rc = kh_p11_uri_key(*p11, is->key, pin, key, err);
+	else
+		rc = kh_p11_open_uri_key(is->module, &is->env, is->key, pin, p11, key, err);
 	kh_secure_strfree(pin);
 	if (rc != 0)
 		return -1;
@@ -109,7 +116,7 @@ open_issuer(const struct kh_issuer *is, struct kh_p11 **p11, EVP_PKEY **key,
 
 /* Session key, session certificate and the record for one issuer. */
 static int
-mint_record(const struct kh_pam_opts *opts, const struct kh_policy *policy,
+mint_record(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_policy *policy,
 	    const struct kh_issuer *is, const struct kh_pam_login *l, struct kh_record *rec,
 	    kh_error *err)
 {
@@ -122,7 +129,7 @@ mint_record(const struct kh_pam_opts *opts, const struct kh_policy *policy,
 	int rc = -1;
 
 	kh_pam_time_mark(opts);
-	if (open_issuer(is, &p11, &issuer_key, &chain, &chain_pem, err) != 0 ||
+	if (open_issuer(pamh, is, &p11, &issuer_key, &chain, &chain_pem, err) != 0 ||
 	    kh_x509_not_after(sk_X509_value(chain, 0), &issuer_not_after, err) != 0) {
 		kh_pam_time_add(opts, KH_STEP_ISSUER);
 		goto out;
@@ -210,7 +217,7 @@ seed_issuer(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 			kh_fail(&err, KH_ERR_INTERNAL, "out of memory");
 			goto out;
 		}
-	if (mint_record(opts, policy, is, l, rec, &err) != 0)
+	if (mint_record(pamh, opts, policy, is, l, rec, &err) != 0)
 		goto out;
 	/* session.deliver: the relay may take the key (and keep it alone).
 	 * The step relay is timed only when the policy sends to the relay. */
@@ -476,10 +483,14 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 			user = "?";
 		pam_syslog(pamh, LOG_NOTICE, "user '%s': no kubehsm authentication in this "
 			   "login; no kube credentials cached", (const char *)user);
+		kh_pam_module_drop(pamh);
 		return count_only(pamh, opts);
 	}
 	rc = open_for(pamh, opts, l);
 	kh_pam_login_free(stashed);
+	/* Whatever happened, the module auth kept for the issuer goes now,
+	 * before the user's session starts. */
+	kh_pam_module_drop(pamh);
 	return rc;
 }
 

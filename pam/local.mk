@@ -18,7 +18,7 @@ pam_libkh_pam_la_SOURCES = pam/kh_pam.h \
 	pam/kh_pam_handoff.c \
 	pam/kh_pam_polkit.c \
 	pam/kh_pam_options.c pam/kh_pam_policy.c pam/kh_pam_user.c \
-	pam/kh_pam_log.c pam/kh_pam_prompt.c pam/kh_pam_state.c \
+	pam/kh_pam_log.c pam/kh_pam_prompt.c pam/kh_pam_state.c pam/kh_pam_module.c \
 	pam/kh_pam_groups.c pam/kh_pam_timing.c
 pam_libkh_pam_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKH_POLKIT_PLUGIN='"$(pkglibdir)/kubehsm-polkit.so"'
