@@ -296,6 +296,13 @@ int kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l);
 int kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out);
 
 /*
+ * The same for a session step that has the authentication in its own
+ * handle already (auth ran in this process): the stash and its PIN key are
+ * removed unread, and the variable with them.
+ */
+void kh_pam_handoff_discard(pam_handle_t *pamh);
+
+/*
  * Does the PAM environment name a stash open_session would take (the same
  * checks, the stash left in place)?  1 yes, 0 no.  Logs nothing but a
  * runtime directory it cannot use: open_session logs what it finds, once.

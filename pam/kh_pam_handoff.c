@@ -153,20 +153,29 @@ pin_key_is_ours(key_serial_t k)
 	return ok;
 }
 
+/* The PIN key pin_put made for handle, or -1. */
+static key_serial_t
+pin_find(const char *handle)
+{
+	char desc[64];
+	key_serial_t k;
+
+	if (getuid() != 0)
+		return -1;
+	pin_desc(handle, desc, sizeof(desc));
+	k = keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0);
+	return k >= 0 && pin_key_is_ours(k) ? k : -1;
+}
+
 /* Take (read and invalidate) the PIN key of handle; NULL if none. */
 static char *
 pin_take(const char *handle)
 {
-	char desc[64];
 	void *buf = NULL;
 	key_serial_t k;
 	long n;
 
-	if (getuid() != 0)
-		return NULL;
-	pin_desc(handle, desc, sizeof(desc));
-	k = keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0);
-	if (k < 0 || !pin_key_is_ours(k))
+	if ((k = pin_find(handle)) < 0)
 		return NULL;
 	n = keyctl_read_alloc(k, &buf);
 	(void)keyctl_invalidate(k);
@@ -522,4 +531,32 @@ kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
 	l->pin = pin;
 	*out = l;
 	return 1;
+}
+
+void
+kh_pam_handoff_discard(pam_handle_t *pamh)
+{
+	char handle[HANDOFF_HANDLE_LEN + 1];
+	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV);
+	key_serial_t k;
+	bool valid;
+
+	if (h == NULL)
+		return;
+	valid = handle_valid(h);
+	if (valid)
+		memcpy(handle, h, sizeof(handle));
+	(void)pam_putenv(pamh, KH_HANDOFF_ENV);
+	if (!valid) {
+		pam_syslog(pamh, LOG_NOTICE, "ignoring a malformed %s in the PAM environment",
+			   KH_HANDOFF_ENV);
+		return;
+	}
+	if ((k = pin_find(handle)) >= 0)
+		(void)keyctl_invalidate(k);
+	/* Said as kh_pam_handoff_take says it: a handle whose stash is gone
+	 * is worth a line, whoever's state the session uses. */
+	if (remove_stash(handle) != 0)
+		pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; not used",
+			   handle, errno == ENOENT ? "already used or expired" : strerror(errno));
 }

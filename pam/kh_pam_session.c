@@ -475,8 +475,11 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	const void *user = NULL;
 	int rc;
 
-	/* Always consumed, so the handle never reaches the user's shell. */
-	if (KH_STEP(opts, KH_STEP_HANDOFF, kh_pam_handoff_take(pamh, &stashed)) > 0 && l == NULL)
+	/* Always consumed, so the handle never reaches the user's shell; read
+	 * only when auth ran in another process. */
+	if (l != NULL)
+		KH_TIMED(opts, KH_STEP_HANDOFF, kh_pam_handoff_discard(pamh));
+	else if (KH_STEP(opts, KH_STEP_HANDOFF, kh_pam_handoff_take(pamh, &stashed)) > 0)
 		l = stashed;
 	if (l == NULL) {
 		if (pam_get_item(pamh, PAM_USER, &user) != PAM_SUCCESS || user == NULL)

@@ -182,6 +182,40 @@ expect_not_used(const char *handle, const char *why)
 	free(line);
 }
 
+/* Beside the login state, a stash is removed unread, and its PIN key with
+ * it; a malformed handle is dropped and logged as the session step logs it
+ * without state. */
+static void
+t_session_discards_stash_beside_state(void **state)
+{
+	char *handle = put("sshd"), *path = stash_path(handle);
+	const char *argv[] = { fake_policy_option(NULL) };
+	pam_handle_t *pamh = with_handle(handle, "sshd");
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(kh_pam_login_save(pamh, fake_login(PEM)), PAM_SUCCESS);
+	assert_int_equal(pam_sm_open_session(pamh, 0, 1, argv), PAM_SESSION_ERR);
+	fakepam_expect_log(FAKEPAM_LOG(
+		{ LOG_NOTICE, "user 'alice': issuer (default): session credential: PIN file "
+			      "/nonexistent/issuer.pin: No such file or directory (config)" }));
+	assert_int_not_equal(stat(path, &st), 0);
+	assert_handle_removed(pamh);
+	fakepam_end(pamh);
+
+	pamh = with_handle(malformed[5], NULL);
+	assert_int_equal(kh_pam_login_save(pamh, fake_login(PEM)), PAM_SUCCESS);
+	assert_int_equal(pam_sm_open_session(pamh, 0, 1, argv), PAM_SESSION_ERR);
+	fakepam_expect_log(FAKEPAM_LOG(
+		{ LOG_NOTICE, "ignoring a malformed PAM_KUBEHSM_HANDOFF in the PAM environment" },
+		{ LOG_NOTICE, "user 'alice': issuer (default): session credential: PIN file "
+			      "/nonexistent/issuer.pin: No such file or directory (config)" }));
+	assert_handle_removed(pamh);
+	fakepam_end(pamh);
+	free(path);
+	free(handle);
+}
+
 /* The handle names a private file that only root's may be: single use. */
 static void
 t_stash_round_trip(void **state)
@@ -362,6 +396,7 @@ main(void)
 		T(t_session_malformed),
 		T(t_session_unknown_handle),
 		T(t_session_consumes_handle_beside_state),
+		T(t_session_discards_stash_beside_state),
 		T(t_stash_round_trip),
 		T(t_stash_other_service),
 		T(t_stash_not_private),
