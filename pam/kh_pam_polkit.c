@@ -27,6 +27,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,18 +158,34 @@ plugin_reaches_bus(pid_t pid, uid_t uid, const struct kh_polkit_login *login)
  * would then answer.
  */
 static int
+gio_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *base = info->dlpi_name != NULL ? strrchr(info->dlpi_name, '/') : NULL;
+
+	(void)size;
+	(void)data;
+	base = base != NULL ? base + 1 : info->dlpi_name;
+	return base != NULL && strncmp(base, "libgio-2.0.so", 13) == 0;
+}
+
+/* Is GIO mapped in this process?  Asked of the loader's own list: a
+ * dlopen(RTLD_NOLOAD) by name searches the library path, and that costs
+ * a dozen system calls per login. */
+static bool
+gio_loaded(void)
+{
+	return dl_iterate_phdr(gio_object, NULL) != 0;
+}
+
+static int
 bus_absent(char *why, size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path;
-	void *gio;
 	int fd, rc, e;
 
-	gio = dlopen("libgio-2.0.so.0", RTLD_LAZY | RTLD_NOLOAD);
-	if (gio != NULL) {
-		(void)dlclose(gio);
+	if (gio_loaded())
 		return 0;
-	}
 	if ((path = system_bus_path()) == NULL)
 		return 0;
 	memcpy(sa.sun_path, path, strlen(path) + 1);

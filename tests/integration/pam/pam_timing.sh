@@ -60,7 +60,7 @@ ptlog() {
 		"$svc" "$U" "$@" <<<"$PIN"
 }
 
-plan 18
+plan 20
 
 # --- timing=FILE: one line per entry point --------------------------------
 ptlog "$SVC-off" authenticate open_session close_session
@@ -99,6 +99,20 @@ ok $((!$?)) "... without loading the polkit plugin (no polkit_load step)"
 like "$(cat "$KH_MODLOG")" \
 	"polkit unreachable \(Could not connect: No such file or directory\); org\.kubehsm\.cache-credentials allowed by polkit\.mode = if-available" \
 	"... and logs the plugin's own line for an absent bus"
+
+# GIO already in the host: its shared bus connection, not the socket, would
+# answer, so the plugin is loaded and asked; the verdict is the same.
+GIO=$(ldconfig -p | awk '/libgio-2\.0\.so\.0 .*x86-64/ { print $NF; exit }')
+: >"$KH_MODLOG"
+rm -f "$TLOG"
+run env "${PT_ENV[@]}" LD_PRELOAD="${KH_PAM_PRELOAD:+$KH_PAM_PRELOAD }$GIO" \
+	DBUS_SYSTEM_BUS_ADDRESS="$NOBUS" timeout 60 pamtester "$SVC-if-available" "$U" \
+	authenticate open_session close_session <<<"$PIN"
+has_step "$(lines | grep ' phase=open ')" polkit_load
+ok $? "no system bus, GIO already in the host: the plugin is loaded and asked (rc $rc)"
+like "$(cat "$KH_MODLOG")" \
+	"polkit unreachable \(Could not connect: No such file or directory\); org\.kubehsm\.cache-credentials allowed by polkit\.mode = if-available" \
+	"... and says what the look without it says"
 
 # --- no system bus, polkit.mode required ---------------------------------------
 : >"$KH_MODLOG"
