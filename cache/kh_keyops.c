@@ -56,15 +56,26 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Read exactly len bytes before the deadline.  0, or -1 (errno set). */
-static int
-read_exact(int fd, void *buf, size_t len, int64_t deadline)
-{
-	char *p = buf;
+/*
+ * The helper's answers, read in pieces as large as they arrive: it writes
+ * them together at the end (kh_keyops_child.c), so one wakeup and one read
+ * usually bring all of them.  The buffer may hold key payloads: wiped by
+ * reader_wipe.
+ */
+struct reader {
+	int fd;
+	int64_t deadline;
+	size_t off, len;
+	char buf[2 * KH_KEYOPS_PAYLOAD_MAX];
+};
 
-	while (len > 0) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - now_ms();
+/* More from the helper, before the deadline.  0, or -1 (errno set). */
+static int
+reader_fill(struct reader *r)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+		int64_t left = r->deadline - now_ms();
 		ssize_t n;
 		int rc;
 
@@ -79,7 +90,7 @@ read_exact(int fd, void *buf, size_t len, int64_t deadline)
 			return -1;
 		if (rc == 0)
 			continue;   /* the deadline check above ends it */
-		n = read(fd, p, len);
+		n = read(r->fd, r->buf, sizeof(r->buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -88,10 +99,37 @@ read_exact(int fd, void *buf, size_t len, int64_t deadline)
 			errno = EPIPE;   /* the child ended early */
 			return -1;
 		}
-		p += n;
-		len -= (size_t)n;
+		r->off = 0;
+		r->len = (size_t)n;
+		return 0;
+	}
+}
+
+/* Exactly len bytes.  0, or -1 (errno set). */
+static int
+read_exact(struct reader *r, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		size_t k;
+
+		if (r->off == r->len && reader_fill(r) != 0)
+			return -1;
+		k = r->len - r->off < len ? r->len - r->off : len;
+		memcpy(p, r->buf + r->off, k);
+		r->off += k;
+		p += k;
+		len -= k;
 	}
 	return 0;
+}
+
+static void
+reader_wipe(struct reader *r)
+{
+	explicit_bzero(r->buf, sizeof(r->buf));
+	r->off = r->len = 0;
 }
 
 static gid_t
@@ -144,8 +182,8 @@ push_result(struct kh_keyop_result **res, size_t *n, size_t *cap,
 
 /* Read every answer up to the child's DONE.  0, or -1 with err. */
 static int
-read_results(int fd, uid_t uid, const char *path, size_t nops, struct kh_keyop_result **res,
-	     size_t *n, int64_t deadline, kh_error *err)
+read_results(struct reader *rd, uid_t uid, const char *path, size_t nops,
+	     struct kh_keyop_result **res, size_t *n, kh_error *err)
 {
 	size_t cap = 0;
 
@@ -153,7 +191,7 @@ read_results(int fd, uid_t uid, const char *path, size_t nops, struct kh_keyop_r
 		struct kh_keyop_result *r;
 		struct wire_head h;
 
-		if (read_exact(fd, &h, sizeof(h), deadline) != 0)
+		if (read_exact(rd, &h, sizeof(h)) != 0)
 			return kh_fail(err, KH_ERR_INTERNAL, "the keyring helper for uid %u "
 				       "did not finish: %s", (unsigned)uid, strerror(errno));
 		if (h.magic != WIRE_MAGIC || h.desclen >= KH_KEYOPS_DESC_MAX ||
@@ -176,7 +214,7 @@ read_results(int fd, uid_t uid, const char *path, size_t nops, struct kh_keyop_r
 		r->key = h.key;
 		r->owner = h.owner;
 		r->perm = h.perm;
-		if (read_exact(fd, r->desc, h.desclen, deadline) != 0)
+		if (read_exact(rd, r->desc, h.desclen) != 0)
 			return kh_fail(err, KH_ERR_INTERNAL, "keyring helper: %s", strerror(errno));
 		r->desc[h.desclen] = '\0';
 		if (h.len == 0)
@@ -185,7 +223,7 @@ read_results(int fd, uid_t uid, const char *path, size_t nops, struct kh_keyop_r
 		if (r->payload == NULL)
 			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 		r->len = h.len;
-		if (read_exact(fd, r->payload, h.len, deadline) != 0)
+		if (read_exact(rd, r->payload, h.len) != 0)
 			return kh_fail(err, KH_ERR_INTERNAL, "keyring helper: %s", strerror(errno));
 		r->payload[h.len] = '\0';
 	}
@@ -368,8 +406,20 @@ kh_keyops_run(uid_t uid, const struct kh_keyop *ops, size_t nops,
 			     "its request: %s", (unsigned)uid, strerror(errno));
 	else if (shutdown(sv[0], SHUT_WR) != 0)
 		rc = kh_fail(err, KH_ERR_INTERNAL, "shutdown: %s", strerror(errno));
-	else
-		rc = read_results(sv[0], uid, path, nops, res, nres, deadline, err);
+	else {
+		struct reader *rd = malloc(sizeof(*rd));
+
+		if (rd == NULL) {
+			rc = kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		} else {
+			rd->fd = sv[0];
+			rd->deadline = deadline;
+			rd->off = rd->len = 0;
+			rc = read_results(rd, uid, path, nops, res, nres, err);
+			reader_wipe(rd);
+			free(rd);
+		}
+	}
 	close(sv[0]);
 	/* Its DONE, not its exit status, says the work is complete, and it
 	 * has nothing left to do after it: killed either way, so that a helper

@@ -7,7 +7,8 @@
  * reads the whole request (operations, uid, gid: nothing secret), fully
  * becomes the user — setgroups, setresgid, setresuid, each checked, then
  * verified with getres[ug]id — and only then touches a key.  It answers
- * one frame per result and exits; its payload buffer is wiped first.
+ * one frame per result, all written together at the end, and exits; its
+ * buffers are wiped first.
  *
  * Being a program of its own, started by exec, it carries none of the
  * caller's memory (a PAM host's PINs, PKCS#11 sessions, libcrypto state):
@@ -41,6 +42,37 @@ static char child_payload[KH_KEYOPS_PAYLOAD_MAX];
 static char child_describe[512];
 static key_serial_t child_keys[KH_KEYOPS_MAX_KEYS];
 
+/*
+ * The answers go out together: the caller sent every operation up front
+ * and only reads, so frames written one by one would only wake it once
+ * per frame.  They are collected here (key payloads too: wiped at each
+ * flush) and written when full and at the end.
+ */
+static char child_out[2 * KH_KEYOPS_PAYLOAD_MAX];
+static size_t child_out_len;
+
+static int
+child_flush(int fd)
+{
+	int rc = child_out_len > 0 ? kh_write_all(fd, child_out, child_out_len) : 0;
+
+	explicit_bzero(child_out, child_out_len);
+	child_out_len = 0;
+	return rc;
+}
+
+static int
+child_put(int fd, const void *p, size_t len)
+{
+	if (len > sizeof(child_out) - child_out_len && child_flush(fd) != 0)
+		return -1;
+	if (len > sizeof(child_out))
+		return kh_write_all(fd, p, len);
+	memcpy(child_out + child_out_len, p, len);
+	child_out_len += len;
+	return 0;
+}
+
 static int
 child_send(int fd, uint32_t op, int err, key_serial_t key, uid_t owner,
 	   key_perm_t perm, const char *desc, const char *payload, size_t len)
@@ -52,9 +84,9 @@ child_send(int fd, uint32_t op, int err, key_serial_t key, uid_t owner,
 		.len = payload ? (uint32_t)len : 0,
 	};
 
-	if (kh_write_all(fd, &h, sizeof(h)) != 0 ||
-	    (h.desclen > 0 && kh_write_all(fd, desc, h.desclen) != 0) ||
-	    (h.len > 0 && kh_write_all(fd, payload, h.len) != 0))
+	if (child_put(fd, &h, sizeof(h)) != 0 ||
+	    (h.desclen > 0 && child_put(fd, desc, h.desclen) != 0) ||
+	    (h.len > 0 && child_put(fd, payload, h.len) != 0))
 		return -1;
 	return 0;
 }
@@ -251,6 +283,11 @@ child_become(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/* The request as it arrives, in as few reads as the caller's writes allow
+ * (it sends the whole request at once).  Nothing in it is secret. */
+static char child_in[4096];
+static size_t child_in_off, child_in_len;
+
 /* Read exactly len bytes (blocking: the caller keeps the deadline). */
 static int
 child_read_exact(int fd, void *buf, size_t len)
@@ -258,14 +295,23 @@ child_read_exact(int fd, void *buf, size_t len)
 	char *p = buf;
 
 	while (len > 0) {
-		ssize_t n = read(fd, p, len);
+		size_t k;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
+		if (child_in_off == child_in_len) {
+			ssize_t n = read(fd, child_in, sizeof(child_in));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return -1;
+			child_in_off = 0;
+			child_in_len = (size_t)n;
+		}
+		k = child_in_len - child_in_off < len ? child_in_len - child_in_off : len;
+		memcpy(p, child_in + child_in_off, k);
+		child_in_off += k;
+		p += k;
+		len -= k;
 	}
 	return 0;
 }
@@ -315,7 +361,8 @@ kh_keyops_serve(int fd)
 	if (e == 0)
 		e = child_become(uid, gid);
 	if (e != 0) {
-		(void)child_send(fd, WIRE_SETUP, e, 0, 0, 0, NULL, NULL, 0);
+		if (child_send(fd, WIRE_SETUP, e, 0, 0, 0, NULL, NULL, 0) == 0)
+			(void)child_flush(fd);
 		return 1;
 	}
 	/* Never dumped, never traced by the user it now is (the kernel made it
@@ -327,10 +374,14 @@ kh_keyops_serve(int fd)
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
 		return 1;
 	for (i = 0; i < nops; i++)
-		if (child_run_op(fd, i, &req_ops[i], uid) != 0) {
-			explicit_bzero(child_payload, sizeof(child_payload));
-			return 1;
-		}
+		if (child_run_op(fd, i, &req_ops[i], uid) != 0)
+			break;
 	explicit_bzero(child_payload, sizeof(child_payload));
-	return child_send(fd, WIRE_DONE, 0, 0, 0, 0, NULL, NULL, 0) == 0 ? 0 : 1;
+	if (i < nops) {
+		/* The caller reads what there is, then finds no DONE. */
+		(void)child_flush(fd);
+		return 1;
+	}
+	return child_send(fd, WIRE_DONE, 0, 0, 0, 0, NULL, NULL, 0) == 0 &&
+	       child_flush(fd) == 0 ? 0 : 1;
 }
