@@ -121,6 +121,15 @@ kh_pam_timing_done(struct kh_pam_timing *t, enum kh_pam_step s, int rc)
 struct kh_policy *kh_pam_load_policy(pam_handle_t *pamh,
 				     const struct kh_pam_opts *opts);
 
+/* After a successful auth: the policy it read goes to the handle, for the
+ * session step of the same login (*policy becomes NULL).  Not kept (out of
+ * memory): *policy stays the caller's. */
+void kh_pam_policy_keep(pam_handle_t *pamh, struct kh_policy **policy);
+
+/* The policy auth kept in this handle, the caller's from now on; NULL when
+ * there is none (the session step then loads it). */
+struct kh_policy *kh_pam_policy_take(pam_handle_t *pamh);
+
 /* ---- the account (kh_pam_user.c) ----------------------------------------- */
 
 /* The account PAM_USER names: its canonical name (pw_name, which may differ
@@ -152,6 +161,7 @@ int kh_pam_prompt_pin(pam_handle_t *pamh, const char *token_label, char **pin);
 #define KH_PAM_DATA_SESSION "kubehsm:session-open"
 #define KH_PAM_DATA_ACCOUNT "kubehsm:account"
 #define KH_PAM_DATA_MODULE  "kubehsm:module"
+#define KH_PAM_DATA_POLICY  "kubehsm:policy"
 
 /*
  * What a successful authentication hands to the session step.  Owned by

@@ -625,6 +625,7 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		EVP_PKEY_free(c.key);   /* the token's key goes before its token */
 		c.key = NULL;
 		KH_TIMED(opts, KH_STEP_P11_CLOSE, kh_pam_module_keep(pamh, opts, c.policy, &c.p11));
+		kh_pam_policy_keep(pamh, &c.policy);
 	}
 out:
 	KH_TIMED(opts, KH_STEP_P11_CLOSE, auth_ctx_clear(&c));

@@ -427,7 +427,11 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	if (opts->join &&
 	    (rc = KH_STEP(opts, KH_STEP_JOIN, join_check(pamh, opts, l))) != PAM_SUCCESS)
 		return rc;
-	KH_TIMED(opts, KH_STEP_POLICY, policy = kh_pam_load_policy(pamh, opts));
+	/* The policy auth read for this login, when auth ran in this handle. */
+	KH_TIMED(opts, KH_STEP_POLICY,
+		 policy = l == kh_pam_login_get(pamh) ? kh_pam_policy_take(pamh) : NULL);
+	if (policy == NULL)
+		KH_TIMED(opts, KH_STEP_POLICY, policy = kh_pam_load_policy(pamh, opts));
 	if (policy == NULL)
 		return PAM_SESSION_ERR;
 	rc = polkit_allows(pamh, opts, policy, l);
@@ -487,13 +491,15 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		pam_syslog(pamh, LOG_NOTICE, "user '%s': no kubehsm authentication in this "
 			   "login; no kube credentials cached", (const char *)user);
 		kh_pam_module_drop(pamh);
+		kh_policy_free(kh_pam_policy_take(pamh));
 		return count_only(pamh, opts);
 	}
 	rc = open_for(pamh, opts, l);
 	kh_pam_login_free(stashed);
 	/* Whatever happened, the module auth kept for the issuer goes now,
-	 * before the user's session starts. */
+	 * before the user's session starts, and its policy with it. */
 	kh_pam_module_drop(pamh);
+	kh_policy_free(kh_pam_policy_take(pamh));
 	return rc;
 }
 

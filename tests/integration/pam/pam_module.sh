@@ -1,7 +1,7 @@
 #!/bin/bash
 # pam_module: one PKCS#11 module initialisation per login when the issuer
 # key lives in the users' module (issue #24), and never at a cost to the
-# user's token.
+# user's token; one read of the policy per login.
 #
 # The users' tokens and the issuer's are SoftHSM2 tokens behind p11shim,
 # which traces the module's life (KH_SHIM_TRACE: C_Initialize, C_Finalize,
@@ -23,14 +23,16 @@
 #     token sits in a removable slot (a card reader: finalising is what
 #     resets a card);
 #   - the issuer on another module: the users' module is finalised at the
-#     end of auth.
+#     end of auth;
+#   - the policy file is opened once for auth, open_session and
+#     close_session in one handle, and by a session step without auth.
 set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
 . "$KH_SRCDIR/tests/harness/pki.sh"
 . "$KH_SRCDIR/tests/integration/pam/pam_common.sh"
 need_root
-need_cmd pamtester softhsm2-util pkcs11-tool openssl keyctl python3 timeout
+need_cmd pamtester softhsm2-util pkcs11-tool openssl keyctl python3 timeout strace
 [ -f "$PAM_KUBEHSM" ] || skip_all "pam/.libs/pam_kubehsm.so not built"
 SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
 [ -f "$SHIM" ] || skip_all "tests/probes/p11shim not built (make check builds it)"
@@ -120,6 +122,18 @@ is "$rc:$(count C_Initialize):$(count C_Finalize)" "0:2:2" \
 [ "$(sed -n '/^C_Initialize$/=' "$TRACE" | sed -n 2p)" -gt "$(first C_Finalize)" ]
 ok $? "... the first finalised before the second begins" || diag "$(events)"
 logout_all
+
+# --- the policy: read once per login ------------------------------------------------------
+# pol_reads OPS...: how many times one pamtester run opened the policy file.
+pol_reads() {
+	printf '%s\n' "$PIN" | timeout 60 strace -f -qq -e trace=openat -o "$KH_TMP/pol.st" \
+		pamtester "$SVC-same" "$ALICE" "$@" >/dev/null 2>&1
+	grep -c "openat([0-9]*, \"$(basename "$SAME")\"" "$KH_TMP/pol.st" || :
+}
+is "$(pol_reads authenticate open_session close_session)" 1 \
+	"one login reads the policy once: open_session uses what auth read"
+logout_all
+is "$(pol_reads open_session close_session)" 1 "a session step without auth reads it itself"
 
 # --- how long it is kept ---------------------------------------------------------
 # paused WHEN OP...: pam_driver through OPs, paused WHEN (before-end,
