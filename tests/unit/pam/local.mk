@@ -33,6 +33,7 @@ pam_unit_wraps = $(fakepam_ldflags) \
 	-Wl,--wrap=kh_x509_validate -Wl,--wrap=kh_p11_login \
 	-Wl,--wrap=kh_p11_find_key_by_id -Wl,--wrap=kh_p11_find_key \
 	-Wl,--wrap=kh_p11_find_cert_key -Wl,--wrap=kh_p11_close \
+	-Wl,--wrap=kh_p11_token_removable \
 	-Wl,--wrap=kh_cache_list -Wl,--wrap=kh_cache_login \
 	-Wl,--wrap=kh_cache_login_count -Wl,--wrap=kh_cache_logout \
 	-Wl,--wrap=kh_rundir_sub -Wl,--wrap=kh_rundir_file -Wl,--wrap=kh_policy_load
