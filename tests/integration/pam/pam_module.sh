@@ -39,6 +39,12 @@ SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
 DRIVER=$KH_BUILDDIR/tests/probes/pam_driver
 [ -x "$DRIVER" ] || skip_all "tests/probes/pam_driver not built (make check builds it)"
 kh_trusted SHIM "$SHIM"
+# A sanitizer-built module needs the ASan runtime first in the driver too.
+DRV_ENV=()
+if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init &&
+	! nm -D "$DRIVER" 2>/dev/null | grep -q __asan_init; then
+	DRV_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
+fi
 
 pam_common_setup || { echo "Bail out! setup"; exit 1; }
 export KH_SHIM_MODULE=$PKI_MODULE
@@ -76,7 +82,7 @@ done
 login() {
 	local svc=$SVC-$1; shift
 	: >"$TRACE"
-	out=$(printf '%s\n' "$PIN" | timeout 60 pamtester "$svc" "$ALICE" "$@" 2>&1)
+	out=$(printf '%s\n' "$PIN" | env "${PT_ENV[@]}" timeout 60 pamtester "$svc" "$ALICE" "$@" 2>&1)
 	rc=$?
 }
 count() { grep -c "^$1\$" "$TRACE" || :; }
@@ -114,7 +120,8 @@ logout_all
 # before it initialises the module again: never two at once.
 : >"$TRACE"
 out=$(printf '%s\n%s\n' "$PIN" "$PIN" |
-	timeout 60 pamtester "$SVC-same" "$ALICE" authenticate authenticate open_session close_session 2>&1)
+	env "${PT_ENV[@]}" timeout 60 pamtester "$SVC-same" "$ALICE" \
+	authenticate authenticate open_session close_session 2>&1)
 rc=$?
 is "$rc:$(count C_Initialize):$(count C_Finalize)" "0:2:2" \
 	"authenticate twice in one handle: two initialisations, two finalisations" ||
@@ -126,8 +133,10 @@ logout_all
 # --- the policy: read once per login ------------------------------------------------------
 # pol_reads OPS...: how many times one pamtester run opened the policy file.
 pol_reads() {
-	printf '%s\n' "$PIN" | timeout 60 strace -f -qq -e trace=openat -o "$KH_TMP/pol.st" \
-		pamtester "$SVC-same" "$ALICE" "$@" >/dev/null 2>&1
+	local e envs=()
+	for e in "${PT_ENV[@]}"; do envs+=(-E "$e"); done
+	printf '%s\n' "$PIN" | timeout 60 strace -f -qq "${envs[@]}" -e trace=openat \
+		-o "$KH_TMP/pol.st" pamtester "$SVC-same" "$ALICE" "$@" >/dev/null 2>&1
 	grep -c "openat([0-9]*, \"$(basename "$SAME")\"" "$KH_TMP/pol.st" || :
 }
 is "$(pol_reads authenticate open_session close_session)" 1 \
@@ -141,7 +150,8 @@ is "$(pol_reads open_session close_session)" 1 "a session step without auth read
 paused() {
 	local when=$1 o=$KH_TMP/drv.out pid; shift
 	: >"$TRACE"
-	KH_PIN=$PIN KH_PAUSE=$when "$DRIVER" "$SVC-same" "$ALICE" 1 "$@" >"$o" 2>&1 &
+	env "${DRV_ENV[@]}" KH_PIN=$PIN KH_PAUSE=$when "$DRIVER" "$SVC-same" "$ALICE" 1 "$@" \
+		>"$o" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 300); do grep -q '^paused$' "$o" && break; sleep 0.1; done
 	if grep -q '^paused$' "$o"; then count C_Finalize; else echo "no pause: $(cat "$o")"; fi
