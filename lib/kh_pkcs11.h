@@ -110,7 +110,8 @@ bool kh_p11_token_removable(const struct kh_p11 *p);
  * Be done with the selected token but keep the module initialised, for a
  * token of the same module next (the issuer's, kh_p11_issuer.h): log out
  * (C_Logout), forget the PIN, release every slot (libp11 closes their
- * sessions).  0, or -1 when the logout failed — then close the module.
+ * sessions).  Free the token's keys first: they are libp11's objects of
+ * its slot.  0, or -1 when the logout failed — then close the module.
  */
 int kh_p11_release_token(struct kh_p11 *p);
 
