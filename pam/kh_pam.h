@@ -123,12 +123,9 @@ struct kh_policy *kh_pam_load_policy(pam_handle_t *pamh,
 
 /* After a successful auth: the policy it read goes to the handle, for the
  * session step of the same login (*policy becomes NULL).  Not kept (out of
- * memory): *policy stays the caller's. */
+ * memory): *policy stays the caller's.  The session step takes it with
+ * kh_pam_take(pamh, KH_PAM_DATA_POLICY). */
 void kh_pam_policy_keep(pam_handle_t *pamh, struct kh_policy **policy);
-
-/* The policy auth kept in this handle, the caller's from now on; NULL when
- * there is none (the session step then loads it). */
-struct kh_policy *kh_pam_policy_take(pam_handle_t *pamh);
 
 /* ---- the account (kh_pam_user.c) ----------------------------------------- */
 
@@ -183,6 +180,20 @@ struct kh_pam_login {
 
 /* Free a login state, wiping every field. NULL is fine. */
 void kh_pam_login_free(struct kh_pam_login *login);
+
+/*
+ * An object auth leaves under `name` for the session step of the same
+ * process; `release` frees it at pam_end, when it is replaced or dropped —
+ * never in another process than the one that kept it.  kh_pam_keep: 0, or
+ * -1 when it could not be kept (obj stays the caller's).  kh_pam_kept: the
+ * object, still the handle's, or NULL (none, taken, another process's).
+ * kh_pam_take: the same, the caller's from now on.  kh_pam_drop: release
+ * it now.
+ */
+int kh_pam_keep(pam_handle_t *pamh, const char *name, void *obj, void (*release)(void *obj));
+void *kh_pam_kept(pam_handle_t *pamh, const char *name);
+void *kh_pam_take(pam_handle_t *pamh, const char *name);
+void kh_pam_drop(pam_handle_t *pamh, const char *name);
 
 /* Hand login state to the handle (the handle frees it, also on failure). */
 int kh_pam_login_save(pam_handle_t *pamh, struct kh_pam_login *login);
@@ -256,12 +267,10 @@ void kh_pam_module_keep(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 			const struct kh_policy *policy, struct kh_p11 **p11);
 
 /* The kept module, if it is `module` initialised with `env` by this
- * process: the caller's from now on (kh_p11_close).  NULL otherwise. */
+ * process: the caller's from now on (kh_p11_close).  NULL otherwise; a
+ * module no issuer takes goes with kh_pam_drop(pamh, KH_PAM_DATA_MODULE). */
 struct kh_p11 *kh_pam_module_take(pam_handle_t *pamh, const char *module,
 				  const struct kh_env *env);
-
-/* Finalise a kept module no issuer took (the end of open_session). */
-void kh_pam_module_drop(pam_handle_t *pamh);
 
 /* ---- auth → session hand-off across processes (kh_pam_handoff.c) --------- */
 

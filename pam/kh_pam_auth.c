@@ -595,7 +595,7 @@ kh_pam_authenticate(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 
 	/* A second authentication in one handle: the module the first one
 	 * kept goes before this one initialises it again. */
-	kh_pam_module_drop(pamh);
+	kh_pam_drop(pamh, KH_PAM_DATA_MODULE);
 	rc = KH_STEP(opts, KH_STEP_USER, kh_pam_get_user(pamh, &c.user, &c.uid, &c.gid));
 	if (rc != PAM_SUCCESS)
 		return rc;

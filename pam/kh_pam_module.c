@@ -16,45 +16,28 @@
  *    resets a card with OpenSC's disconnect_action = reset (issue #22,
  *    point 3); a card must not stay powered and verified a moment longer
  *    than its own step needs;
- *  - a module no issuer uses with the same environment;
- *  - the module of a process other than the one that initialised it: a host
- *    that forks between auth and open_session gets a fresh initialisation
- *    in the child, as PKCS#11 requires.
+ *  - a module no issuer uses with the same environment.
+ * And a process other than the one that initialised it never calls into
+ * it: a host that forks between auth and open_session gets a fresh
+ * initialisation in the child, as PKCS#11 requires.
  *
  * Whatever open_session does, the kept module is finalised before it
- * returns (kh_pam_module_drop), so it never lasts into the user's session;
- * a handle that never opens one finalises it at pam_end.
+ * returns (kh_pam_drop), so it never lasts into the user's session; a
+ * handle that never opens one finalises it at pam_end.  The handle keeps
+ * it as it keeps the policy (kh_pam_keep, kh_pam_state.c), which also
+ * sees that no other process than this one calls into it.
  */
 #include "config.h"
-
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <security/pam_modules.h>
 
 #include "lib/kh_pkcs11.h"
 #include "pam/kh_pam.h"
 
-struct kept {
-	struct kh_p11 *p11;     /* NULL once taken */
-	pid_t pid;              /* the process that initialised it */
-};
-
 static void
-kept_cleanup(pam_handle_t *pamh, void *data, int error_status)
+release_module(void *p11)
 {
-	struct kept *k = data;
-
-	(void)pamh;
-	(void)error_status;
-	if (k == NULL)
-		return;
-	/* Another process's module (a fork of the host) is not this one's to
-	 * finalise: PKCS#11 forbids a child to call into it.  Its memory is
-	 * the parent's copy and goes with the child. */
-	if (k->p11 != NULL && k->pid == getpid())
-		kh_p11_close(k->p11);
-	free(k);
+	kh_p11_close(p11);
 }
 
 /* Does an issuer of the policy use the module p is, with the same env? */
@@ -71,24 +54,13 @@ void
 kh_pam_module_keep(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		   const struct kh_policy *policy, struct kh_p11 **p11)
 {
-	struct kept *k;
-
 	if (*p11 == NULL || kh_p11_token_removable(*p11) || !an_issuer_uses(policy, *p11))
 		return;
-	k = calloc(1, sizeof(*k));
-	if (k == NULL)
+	/* A token that cannot be logged out of is not kept logged in; a module
+	 * not kept is the caller's to close, released or not. */
+	if (kh_p11_release_token(*p11) != 0 ||
+	    kh_pam_keep(pamh, KH_PAM_DATA_MODULE, *p11, release_module) != 0)
 		return;
-	/* A token that cannot be logged out of is not kept logged in. */
-	if (kh_p11_release_token(*p11) != 0) {
-		free(k);
-		return;
-	}
-	k->p11 = *p11;
-	k->pid = getpid();
-	if (pam_set_data(pamh, KH_PAM_DATA_MODULE, k, kept_cleanup) != PAM_SUCCESS) {
-		free(k);
-		return;         /* the caller closes the released module */
-	}
 	*p11 = NULL;
 	kh_pam_debug(pamh, opts, "PKCS#11 module kept for the issuer step");
 }
@@ -96,27 +68,7 @@ kh_pam_module_keep(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 struct kh_p11 *
 kh_pam_module_take(pam_handle_t *pamh, const char *module, const struct kh_env *env)
 {
-	const void *data = NULL;
-	struct kept *k;
-	struct kh_p11 *p11;
-
-	if (pam_get_data(pamh, KH_PAM_DATA_MODULE, &data) != PAM_SUCCESS || data == NULL)
+	if (!kh_p11_is_module(kh_pam_kept(pamh, KH_PAM_DATA_MODULE), module, env))
 		return NULL;
-	k = (struct kept *)data;
-	if (k->p11 == NULL || k->pid != getpid() || !kh_p11_is_module(k->p11, module, env))
-		return NULL;
-	p11 = k->p11;
-	k->p11 = NULL;
-	/* Replacing the data runs kept_cleanup on k, which now holds nothing. */
-	(void)pam_set_data(pamh, KH_PAM_DATA_MODULE, NULL, NULL);
-	return p11;
-}
-
-void
-kh_pam_module_drop(pam_handle_t *pamh)
-{
-	const void *data = NULL;
-
-	if (pam_get_data(pamh, KH_PAM_DATA_MODULE, &data) == PAM_SUCCESS && data != NULL)
-		(void)pam_set_data(pamh, KH_PAM_DATA_MODULE, NULL, NULL);
+	return kh_pam_take(pamh, KH_PAM_DATA_MODULE);
 }

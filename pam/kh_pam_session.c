@@ -429,7 +429,8 @@ open_for(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 		return rc;
 	/* The policy auth read for this login, when auth ran in this handle. */
 	KH_TIMED(opts, KH_STEP_POLICY,
-		 policy = l == kh_pam_login_get(pamh) ? kh_pam_policy_take(pamh) : NULL);
+		 policy = l == kh_pam_login_get(pamh) ?
+			  kh_pam_take(pamh, KH_PAM_DATA_POLICY) : NULL);
 	if (policy == NULL)
 		KH_TIMED(opts, KH_STEP_POLICY, policy = kh_pam_load_policy(pamh, opts));
 	if (policy == NULL)
@@ -490,16 +491,15 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 			user = "?";
 		pam_syslog(pamh, LOG_NOTICE, "user '%s': no kubehsm authentication in this "
 			   "login; no kube credentials cached", (const char *)user);
-		kh_pam_module_drop(pamh);
-		kh_policy_free(kh_pam_policy_take(pamh));
-		return count_only(pamh, opts);
+		rc = count_only(pamh, opts);
+	} else {
+		rc = open_for(pamh, opts, l);
+		kh_pam_login_free(stashed);
 	}
-	rc = open_for(pamh, opts, l);
-	kh_pam_login_free(stashed);
-	/* Whatever happened, the module auth kept for the issuer goes now,
-	 * before the user's session starts, and its policy with it. */
-	kh_pam_module_drop(pamh);
-	kh_policy_free(kh_pam_policy_take(pamh));
+	/* Whatever happened, what auth kept for this step goes now, before the
+	 * user's session starts: the module (finalised) and the policy. */
+	kh_pam_drop(pamh, KH_PAM_DATA_MODULE);
+	kh_pam_drop(pamh, KH_PAM_DATA_POLICY);
 	return rc;
 }
 
