@@ -498,33 +498,57 @@ kh_pam_handoff_pending(pam_handle_t *pamh)
 	return 1;
 }
 
-int
-kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
+/*
+ * The handle the PAM environment names, into handle[]: 1; 0 when there is
+ * none; -1 when it is malformed (logged).  Either way the variable is gone
+ * from the environment before anything else can fail, so it never reaches
+ * the user's shell.
+ */
+static int
+consume_handle(pam_handle_t *pamh, char handle[HANDOFF_HANDLE_LEN + 1])
 {
-	char handle[HANDOFF_HANDLE_LEN + 1];
-	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV), *why = NULL;
-	struct kh_pam_login *l;
-	char *pin;
+	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV);
+	bool valid;
 
-	*out = NULL;
 	if (h == NULL)
 		return 0;
-	if (!handle_valid(h)) {
-		(void)pam_putenv(pamh, KH_HANDOFF_ENV);
+	valid = handle_valid(h);
+	if (valid)
+		memcpy(handle, h, HANDOFF_HANDLE_LEN + 1);
+	(void)pam_putenv(pamh, KH_HANDOFF_ENV);
+	if (!valid) {
 		pam_syslog(pamh, LOG_NOTICE, "ignoring a malformed %s in the PAM environment",
 			   KH_HANDOFF_ENV);
 		return -1;
 	}
-	memcpy(handle, h, sizeof(handle));
-	/* Gone from the environment before anything else can fail, so it
-	 * never reaches the user's shell. */
-	(void)pam_putenv(pamh, KH_HANDOFF_ENV);
+	return 1;
+}
+
+/* The notice for a hand-off that is not used. */
+static void
+log_not_used(pam_handle_t *pamh, const char *handle, const char *why)
+{
+	pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; not used",
+		   handle, why);
+}
+
+int
+kh_pam_handoff_take(pam_handle_t *pamh, struct kh_pam_login **out)
+{
+	char handle[HANDOFF_HANDLE_LEN + 1];
+	const char *why = NULL;
+	struct kh_pam_login *l;
+	char *pin;
+	int rc;
+
+	*out = NULL;
+	if ((rc = consume_handle(pamh, handle)) <= 0)
+		return rc;
 	pin = pin_take(handle);
 	l = load_stash(pamh, handle, true, &why);
 	if (l == NULL) {
 		if (why != NULL)
-			pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; "
-				   "not used", handle, why);
+			log_not_used(pamh, handle, why);
 		kh_secure_strfree(pin);
 		return -1;
 	}
@@ -537,26 +561,15 @@ void
 kh_pam_handoff_discard(pam_handle_t *pamh)
 {
 	char handle[HANDOFF_HANDLE_LEN + 1];
-	const char *h = pam_getenv(pamh, KH_HANDOFF_ENV);
 	key_serial_t k;
-	bool valid;
 
-	if (h == NULL)
+	if (consume_handle(pamh, handle) <= 0)
 		return;
-	valid = handle_valid(h);
-	if (valid)
-		memcpy(handle, h, sizeof(handle));
-	(void)pam_putenv(pamh, KH_HANDOFF_ENV);
-	if (!valid) {
-		pam_syslog(pamh, LOG_NOTICE, "ignoring a malformed %s in the PAM environment",
-			   KH_HANDOFF_ENV);
-		return;
-	}
 	if ((k = pin_find(handle)) >= 0)
 		(void)keyctl_invalidate(k);
-	/* Said as kh_pam_handoff_take says it: a handle whose stash is gone
-	 * is worth a line, whoever's state the session uses. */
+	/* A handle whose stash is gone is worth the same line as in take,
+	 * whoever's state the session uses. */
 	if (remove_stash(handle) != 0)
-		pam_syslog(pamh, LOG_NOTICE, "authentication hand-off %.8s...: %s; not used",
-			   handle, errno == ENOENT ? "already used or expired" : strerror(errno));
+		log_not_used(pamh, handle,
+			     errno == ENOENT ? "already used or expired" : strerror(errno));
 }
