@@ -39,12 +39,7 @@ SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
 DRIVER=$KH_BUILDDIR/tests/probes/pam_driver
 [ -x "$DRIVER" ] || skip_all "tests/probes/pam_driver not built (make check builds it)"
 kh_trusted SHIM "$SHIM"
-# A sanitizer-built module needs the ASan runtime first in the driver too.
-DRV_ENV=()
-if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init &&
-	! nm -D "$DRIVER" 2>/dev/null | grep -q __asan_init; then
-	DRV_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
-fi
+pam_driver_env
 
 pam_common_setup || { echo "Bail out! setup"; exit 1; }
 export KH_SHIM_MODULE=$PKI_MODULE

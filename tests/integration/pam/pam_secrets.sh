@@ -38,12 +38,7 @@ pam_common_setup || { echo "Bail out! setup"; exit 1; }
 SVC=kh-secrets-$$
 pam_service "/etc/pam.d/$SVC"
 on_exit "rm -f /etc/pam.d/$SVC"
-# A sanitizer-built module needs the ASan runtime first in the driver.
-DRV_ENV=()
-if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init &&
-	! nm -D "$DRIVER" 2>/dev/null | grep -q __asan_init; then
-	DRV_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
-fi
+pam_driver_env
 
 # scan PID LO HI NEEDLE...: "needle mapping count addresses" per mapping
 # holding a needle; the driver's own PIN page [LO, HI) is left out.
