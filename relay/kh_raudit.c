@@ -180,10 +180,11 @@ static int
 kh_raudit_open_file(const char *file, int create, kh_error *err)
 {
 	int fd = open(file, O_WRONLY | O_APPEND | create | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int e = errno;
 
 	if (fd < 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot open the audit log %s: %s%s", file,
-			       strerror(errno), errno == ENOENT ? " (after a rotation, logrotate's "
+			       strerror(e), e == ENOENT ? " (after a rotation, logrotate's "
 			       "\"create\" makes it)" : "");
 	return fd;
 }
