@@ -21,7 +21,11 @@
 struct kh_raudit {
 	char *file;             /* NULL: no file */
 	int fd;
+	dev_t dev;              /* fd's file, to notice its name now names another */
+	ino_t ino;
+	uid_t uid;              /* the relay's user, whose file it is */
 	bool to_syslog;
+	bool reopen_failed;     /* logged once until a reopen succeeds */
 	unsigned long failed;   /* writes that failed since the last success */
 };
 
@@ -126,8 +130,15 @@ fail:
 /* ------------------------------------------------------------------ */
 /* the file                                                             */
 
-/* The directory: made (root's, group gid, 0770) or, if there, not writable
- * by anyone root did not choose. */
+/*
+ * The directory: made root's, group gid, 0750, or if there, written by
+ * root only.  The relay's group may enter it to append to its own file
+ * and to reopen it by name after a rotation, never to create, rename or
+ * remove a file there: the weeks logrotate kept stay out of the reach of
+ * the unprivileged relay, and logrotate (which refuses a directory
+ * writable by a group other than root's) rotates it without "su".  An
+ * older relay made it 0770: that one is tightened.
+ */
 static int
 kh_raudit_dir(const char *file, gid_t gid, kh_error *err)
 {
@@ -138,8 +149,8 @@ kh_raudit_dir(const char *file, gid_t gid, kh_error *err)
 	if (copy == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	dir = dirname(copy);
-	if (mkdir(dir, 0770) == 0) {
-		if (chown(dir, 0, gid) != 0 || chmod(dir, 0770) != 0) {
+	if (mkdir(dir, 0750) == 0) {
+		if (chown(dir, 0, gid) != 0 || chmod(dir, 0750) != 0) {
 			kh_fail(err, KH_ERR_INTERNAL, "%s: %s", dir, strerror(errno));
 			goto out;
 		}
@@ -147,10 +158,16 @@ kh_raudit_dir(const char *file, gid_t gid, kh_error *err)
 		kh_fail(err, KH_ERR_INTERNAL, "cannot create %s: %s", dir, strerror(errno));
 		goto out;
 	}
-	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & 002) != 0 || ((st.st_mode & 020) != 0 && st.st_gid != gid && st.st_gid != 0)) {
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		kh_fail(err, KH_ERR_CONFIG, "relay.audit.file: %s is not a directory", dir);
+		goto out;
+	}
+	if (st.st_uid == 0 && st.st_gid == gid && gid != 0 && (st.st_mode & 07777) == 0770 &&
+	    chmod(dir, 0750) == 0)
+		st.st_mode &= ~(mode_t)020;
+	if (st.st_uid != 0 || (st.st_mode & 002) != 0 || ((st.st_mode & 020) != 0 && st.st_gid != 0)) {
 		kh_fail(err, KH_ERR_CONFIG, "relay.audit.file: %s must be a directory owned by "
-			"root that only root (and the relay's group) can write", dir);
+			"root that only root can write", dir);
 		goto out;
 	}
 	rc = 0;
@@ -160,25 +177,48 @@ out:
 }
 
 static int
-kh_raudit_open_file(const char *file, kh_error *err)
+kh_raudit_open_file(const char *file, int create, kh_error *err)
 {
-	int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(file, O_WRONLY | O_APPEND | create | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int e = errno;
 
 	if (fd < 0)
-		return kh_fail(err, KH_ERR_INTERNAL, "cannot open the audit log %s: %s", file,
-			       strerror(errno));
+		return kh_fail(err, KH_ERR_INTERNAL, "cannot open the audit log %s: %s%s", file,
+			       strerror(e), e == ENOENT ? " (after a rotation, logrotate's "
+			       "\"create\" makes it)" : "");
 	return fd;
+}
+
+/* A new descriptor for the log: it replaces the old one if it is a
+ * regular file of the relay's or root's. */
+static int
+kh_raudit_adopt(struct kh_raudit *a, int fd, kh_error *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != a->uid)) {
+		(void)close(fd);
+		return kh_fail(err, KH_ERR_CONFIG, "the audit log %s must be a regular file of "
+			       "root's or the relay's", a->file);
+	}
+	if (a->fd >= 0)
+		(void)close(a->fd);
+	a->fd = fd;
+	a->dev = st.st_dev;
+	a->ino = st.st_ino;
+	return 0;
 }
 
 struct kh_raudit *
 kh_raudit_open(const char *file, bool to_syslog, uid_t uid, gid_t gid, kh_error *err)
 {
 	struct kh_raudit *a = calloc(1, sizeof(*a));
-	struct stat st;
+	int fd;
 
 	if (a == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory"), NULL;
 	a->fd = -1;
+	a->uid = uid;
 	a->to_syslog = to_syslog;
 	if (file == NULL || file[0] == '\0')
 		return a;
@@ -189,15 +229,9 @@ kh_raudit_open(const char *file, bool to_syslog, uid_t uid, gid_t gid, kh_error 
 	}
 	if (kh_raudit_dir(file, gid, err) != 0)
 		goto fail;
-	a->fd = kh_raudit_open_file(file, err);
-	if (a->fd < 0)
+	fd = kh_raudit_open_file(file, O_CREAT, err);
+	if (fd < 0 || kh_raudit_adopt(a, fd, err) != 0)
 		goto fail;
-	if (fstat(a->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_uid != 0 && st.st_uid != uid)) {
-		kh_fail(err, KH_ERR_CONFIG, "the audit log %s must be a regular file of root's "
-			"or the relay's", file);
-		goto fail;
-	}
 	/* Read by root only; written by the relay, also after the drop. */
 	if (fchown(a->fd, uid, gid) != 0 || fchmod(a->fd, 0600) != 0) {
 		kh_fail(err, KH_ERR_INTERNAL, "%s: %s", file, strerror(errno));
@@ -216,16 +250,41 @@ kh_raudit_reopen(struct kh_raudit *a, kh_error *err)
 
 	if (a == NULL || a->file == NULL)
 		return 0;
-	fd = kh_raudit_open_file(a->file, err);
+	/* No O_CREAT: after the drop the relay cannot create a file in the
+	 * directory, and must not make one that is not the rotation's. */
+	fd = kh_raudit_open_file(a->file, 0, err);
 	if (fd < 0)
 		return -1;
 	if (fchmod(fd, 0600) != 0) {
 		(void)close(fd);
 		return kh_fail(err, KH_ERR_INTERNAL, "%s: %s", a->file, strerror(errno));
 	}
-	(void)close(a->fd);
-	a->fd = fd;
-	return 0;
+	return kh_raudit_adopt(a, fd, err);
+}
+
+/*
+ * Before a line: does the name still lead to the open file?  logrotate
+ * renames it and makes a new one (its "create"); the SIGHUP its
+ * postrotate sends may reach no relay (another name, another unit, a
+ * relay started by hand), so the relay looks for itself, one stat(2) per
+ * line.  Until a new file is there, lines go on to the old one.
+ */
+static void
+kh_raudit_follow(struct kh_raudit *a)
+{
+	struct stat st;
+	kh_error err = { 0 };
+
+	if (stat(a->file, &st) == 0 && st.st_dev == a->dev && st.st_ino == a->ino)
+		return;
+	if (kh_raudit_reopen(a, &err) == 0) {
+		a->reopen_failed = false;
+		return;
+	}
+	if (!a->reopen_failed)
+		syslog(LOG_ERR, "kubehsm-relayd: the audit log was moved; %s; still writing "
+		       "the old file", err.msg);
+	a->reopen_failed = true;
 }
 
 void
@@ -240,6 +299,7 @@ kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r)
 	if (n <= 0)
 		return;
 	if (a->fd >= 0) {
+		kh_raudit_follow(a);
 		if (write(a->fd, line, (size_t)n) == n) {
 			if (a->failed > 0)
 				syslog(LOG_WARNING, "kubehsm-relayd: audit log %s: %lu line(s) lost "

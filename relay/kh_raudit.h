@@ -59,13 +59,16 @@ struct kh_raudit;
  * creating it (mode 0600) and its directory (0750, root's, group gid) as
  * needed; the file belongs to uid (the relay's user), which must keep
  * writing it (and reopen it after a rotation) once it is no longer root.
- * A directory anyone but root may write is refused.  to_syslog: also send
+ * A directory anyone but root may write is refused.  Each line first
+ * checks that the name still leads to the open file, and reopens it when
+ * a rotation put a new one there (made by logrotate's "create": the relay
+ * can make none itself).  to_syslog: also send
  * each line to syslog (LOG_AUTHPRIV | LOG_INFO).
  */
 struct kh_raudit *kh_raudit_open(const char *file, bool to_syslog, uid_t uid, gid_t gid,
 				 kh_error *err);
 /* SIGHUP: reopen the file by its name (logrotate moved it); the old one
- * stays in use if the new cannot be opened. */
+ * stays in use if the new cannot be opened (it is not created). */
 int kh_raudit_reopen(struct kh_raudit *a, kh_error *err);
 void kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r);
 void kh_raudit_free(struct kh_raudit *a);

@@ -36,12 +36,16 @@ kh_rhttp_reset_message(struct kh_rhttp *h)
 	h->head_done = false;
 	h->last_lf = false;
 	h->last_cr = false;
-	h->ncl = h->nte = 0;
+	h->last_sp = false;
+	h->line = 0;
+	h->rl_spaces = 0;
+	memset(h->rl_tail, 0, sizeof(h->rl_tail));
+	h->ncl = h->nte = h->nhost = h->nupgrade = 0;
 	h->cur = KH_HDR_OTHER;
 	h->in_value = false;
 	h->field_len = 0;
-	h->te_len = 0;
-	h->te_long = false;
+	memset(&h->cl, 0, sizeof(h->cl));
+	memset(&h->te, 0, sizeof(h->te));
 	h->target_len = 0;
 	if (h->target != NULL)
 		h->target[0] = '\0';
@@ -120,6 +124,13 @@ kh_rhttp_on_field(http_parser *p, const char *at, size_t n)
 		h->in_value = false;
 		h->field_len = 0;
 	}
+	/* Go reads trailers by rules of its own (bare LF ends a line there,
+	 * it looks ahead for CRLFCRLF first): no client of ours sends any. */
+	if (!h->response && h->head_done) {
+		h->why = "trailer fields after a chunked body";
+		h->ev = KH_RHTTP_BAD;
+		return -1;
+	}
 	if (!h->response && !kh_rhttp_token(at, n)) {
 		h->why = "a header name that is not a token";
 		h->ev = KH_RHTTP_BAD;
@@ -147,8 +158,25 @@ kh_rhttp_classify(struct kh_rhttp *h)
 	} else if (strcasecmp(h->field, "transfer-encoding") == 0) {
 		h->cur = KH_HDR_TE;
 		h->nte++;
-		h->te_len = 0;
+	} else if (strcasecmp(h->field, "host") == 0) {
+		h->cur = KH_HDR_HOST;
+		h->nhost++;
+	} else if (strcasecmp(h->field, "upgrade") == 0) {
+		h->cur = KH_HDR_UPGRADE;
+		h->nupgrade++;
 	}
+}
+
+static void
+kh_rhttp_keep(struct kh_rhttp_val *v, const char *at, size_t n)
+{
+	if (v->cut || v->len + n >= sizeof(v->s)) {
+		v->cut = true;
+		return;
+	}
+	memcpy(v->s + v->len, at, n);
+	v->len += n;
+	v->s[v->len] = '\0';
 }
 
 static int
@@ -158,39 +186,83 @@ kh_rhttp_on_value(http_parser *p, const char *at, size_t n)
 
 	if (!h->in_value)
 		kh_rhttp_classify(h);
-	if (h->cur != KH_HDR_TE)
-		return 0;
-	if (h->te_len + n >= sizeof(h->te)) {
-		h->te_long = true;
-		return 0;
-	}
-	memcpy(h->te + h->te_len, at, n);
-	h->te_len += n;
-	h->te[h->te_len] = '\0';
+	if (h->cur == KH_HDR_CL)
+		kh_rhttp_keep(&h->cl, at, n);
+	else if (h->cur == KH_HDR_TE)
+		kh_rhttp_keep(&h->te, at, n);
 	return 0;
+}
+
+/* A kept value without the whitespace around it (Go trims both ends). */
+static const char *
+kh_rhttp_trimmed(const struct kh_rhttp_val *v, size_t *len)
+{
+	const char *s = v->s;
+	size_t n = v->len;
+
+	while (n > 0 && (*s == ' ' || *s == '\t')) {
+		s++;
+		n--;
+	}
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	*len = n;
+	return s;
+}
+
+/* 1 to 18 digits: a length both parsers read alike (Go's ends at 2^63). */
+static bool
+kh_rhttp_plain_length(const struct kh_rhttp_val *v)
+{
+	size_t i, n;
+	const char *s = kh_rhttp_trimmed(v, &n);
+
+	if (v->cut || n == 0 || n > 18)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	}
+	return true;
 }
 
 /* A request head the relay can pass on as it is, or why not. */
 static const char *
 kh_rhttp_check_request(const struct kh_rhttp *h)
 {
-	size_t n = h->te_len;
+	bool http10 = h->p.http_major == 1 && h->p.http_minor == 0;
+	const char *te;
+	size_t n;
 
 	if (h->p.method == HTTP_CONNECT)
 		return "CONNECT is not relayed";
+	if (h->p.http_major != 1 || h->p.http_minor > 1)
+		return "an HTTP version other than 1.0 and 1.1";
 	if (h->target == NULL || h->target[0] != '/')
 		return "the request target must be a path (origin-form)";
+	/* Go's net/http ignores Transfer-Encoding on HTTP/1.0 (RFC 9112 6.1
+	 * says to treat the message as faulty): the relay would read a
+	 * chunked body where the API server reads further requests. */
+	if (http10 && h->nte > 0)
+		return "Transfer-Encoding on an HTTP/1.0 request";
+	/* An HTTP/1.0 Upgrade is to be ignored (RFC 9110 7.8), which
+	 * http-parser does not and kube-apiserver's handlers may not. */
+	if (http10 && (h->nupgrade > 0 || (h->p.flags & F_CONNECTION_UPGRADE)))
+		return "an Upgrade on an HTTP/1.0 request";
+	if (h->nhost > 1 || (!http10 && h->nhost == 0))
+		return "an HTTP/1.1 request needs exactly one Host header";
 	if (h->ncl > 1)
 		return "more than one Content-Length header";
 	if ((h->nte > 0 && h->ncl > 0) ||
 	    ((h->p.flags & F_CONTENTLENGTH) && h->p.uses_transfer_encoding))
 		return "both Content-Length and Transfer-Encoding";
+	if (h->ncl == 1 && !kh_rhttp_plain_length(&h->cl))
+		return "a Content-Length that is not a plain decimal number";
 	if (h->nte > 1)
 		return "more than one Transfer-Encoding header";
 	if (h->nte == 1) {
-		while (n > 0 && (h->te[n - 1] == ' ' || h->te[n - 1] == '\t'))
-			n--;
-		if (h->te_long || n != 7 || strncasecmp(h->te, "chunked", 7) != 0)
+		te = kh_rhttp_trimmed(&h->te, &n);
+		if (h->te.cut || n != 7 || strncasecmp(te, "chunked", 7) != 0)
 			return "a Transfer-Encoding other than chunked";
 	}
 	return NULL;
@@ -232,26 +304,63 @@ kh_rhttp_on_done(http_parser *p)
 	return 0;
 }
 
+/* The request line so far: spaces, and what the line ends in. */
+static const char *
+kh_rhttp_scan_request_line(struct kh_rhttp *h, unsigned char c)
+{
+	if (c == '\r') {
+		if (h->rl_spaces != 2 ||
+		    (memcmp(h->rl_tail, " HTTP/1.1", 9) != 0 && memcmp(h->rl_tail, " HTTP/1.0", 9) != 0))
+			return "a request line other than METHOD SP PATH SP HTTP/1.x";
+		return NULL;
+	}
+	if (c == '\t' || c >= 0x80)
+		return "a tab or a byte outside ASCII in the request line";
+	if (c == ' ') {
+		if (h->last_sp)
+			return "a request line other than METHOD SP PATH SP HTTP/1.x";
+		h->rl_spaces++;
+	}
+	memmove(h->rl_tail, h->rl_tail + 1, sizeof(h->rl_tail) - 1);
+	h->rl_tail[sizeof(h->rl_tail) - 1] = (char)c;
+	return NULL;
+}
+
 /*
  * Bytes of a head the parser is lenient about and an API server might not
- * be: a LF without its CR, and a line that starts with a space or a tab
- * (obs-fold).  Either could make the server see other headers than the
- * relay did.
+ * be (or the other way round): a LF without its CR (Go takes it as a line
+ * end), a CR without its LF, a line that starts with a space or a tab
+ * (obs-fold: Go joins it to the line before), control characters, an
+ * empty line before the request (http-parser skips it, Go only after a
+ * POST), and a request line Go would split otherwise.  Either could make
+ * the server see other requests or headers than the relay did.
  */
 static const char *
 kh_rhttp_scan_head(struct kh_rhttp *h, const char *buf, size_t n)
 {
+	const char *why;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		char c = buf[i];
+		unsigned char c = (unsigned char)buf[i];
 
+		if (h->last_cr && c != '\n')
+			return "a CR not followed by LF";
 		if (c == '\n' && !h->last_cr)
 			return "a line ends in a bare LF";
+		if ((c == '\r' || c == '\n') && h->head_bytes + i == 0)
+			return "an empty line before the request line";
 		if ((c == ' ' || c == '\t') && h->last_lf)
 			return "a header line is folded (obs-fold)";
+		if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7f)
+			return "a control character in the request head";
+		if (h->line == 0 && c != '\n' && (why = kh_rhttp_scan_request_line(h, c)) != NULL)
+			return why;
+		if (c == '\n')
+			h->line++;
 		h->last_lf = c == '\n';
 		h->last_cr = c == '\r';
+		h->last_sp = c == ' ';
 	}
 	return NULL;
 }
@@ -281,10 +390,14 @@ kh_rhttp_feed(struct kh_rhttp *h, const char *buf, size_t len, size_t *used)
 	e = HTTP_PARSER_ERRNO(&h->p);
 	*used = n;
 	if (scanning) {
-		/* The parser paused at the head's end: n covers the head only. */
+		/* The parser paused at the head's end: n covers the head but its
+		 * last byte, which it reads again when fed on (and takes any
+		 * byte for the LF there): that one is checked here too. */
 		const char *why = kh_rhttp_scan_head(h, buf, n);
 
 		h->head_bytes += n;
+		if (why == NULL && h->head_done && n < len)
+			why = kh_rhttp_scan_head(h, buf + n, 1);
 		if (why != NULL)
 			return kh_rhttp_bad(h, why);
 		if (h->head_bytes > KH_RHTTP_HEAD_MAX)

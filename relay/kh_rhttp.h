@@ -4,12 +4,23 @@
  * Debian's http-parser (nodejs/http-parser 2.9) does the parsing; this
  * wrapper stops it at the two places the relay acts on (the end of a head,
  * the end of a message), and refuses request heads an API server behind
- * us might read differently from us: both Content-Length and
- * Transfer-Encoding, more than one Content-Length, a Transfer-Encoding
- * other than exactly "chunked", obs-fold (a header line continued on the
- * next line), a bare LF, a head over KH_RHTTP_HEAD_MAX, a target that is
- * not origin-form, CONNECT.  Body bytes go through the parser only for
- * their framing (lengths, chunk sizes): they are never copied or looked at.
+ * us might read differently from us.  The reference is Go's net/http
+ * (kube-apiserver's parser), which is lenient where http-parser is strict
+ * and the other way round; refused are:
+ *   - framing: both Content-Length and Transfer-Encoding, more than one of
+ *     either, a Content-Length that is not plain digits, a
+ *     Transfer-Encoding other than exactly "chunked", any Transfer-Encoding
+ *     on HTTP/1.0 (Go ignores it there and reads the "body" as further
+ *     requests), trailer fields after a chunked body;
+ *   - lines: a bare LF or CR, obs-fold (a header line continued on the
+ *     next), a control character, an empty line before the request line;
+ *   - the request line: anything but METHOD SP origin-form-target SP
+ *     HTTP/1.0|HTTP/1.1, CONNECT;
+ *   - headers: a name that is not a token, no Host (or several) on
+ *     HTTP/1.1, an Upgrade on HTTP/1.0, a head over KH_RHTTP_HEAD_MAX.
+ * tests/integration/relay/relay_diff.sh holds the relay to that against a
+ * real Go server.  Body bytes go through the parser only for their
+ * framing (lengths, chunk sizes): they are never copied or looked at.
  *
  * A feed returns at the first event; the caller acts on it and feeds the
  * rest (from *used on).  Nothing here allocates.
@@ -35,7 +46,14 @@ enum kh_rhttp_ev {
 	KH_RHTTP_BAD,           /* refused: ->why says why (a 400 for requests) */
 };
 
-enum kh_rhttp_hdr { KH_HDR_OTHER, KH_HDR_CL, KH_HDR_TE };
+enum kh_rhttp_hdr { KH_HDR_OTHER, KH_HDR_CL, KH_HDR_TE, KH_HDR_HOST, KH_HDR_UPGRADE };
+
+/* A short header value kept for its check (Content-Length, Transfer-Encoding). */
+struct kh_rhttp_val {
+	char s[24];
+	size_t len;
+	bool cut;                       /* longer than s holds */
+};
 
 struct kh_rhttp {
 	http_parser p;
@@ -46,14 +64,16 @@ struct kh_rhttp {
 	bool head_done;
 	bool last_lf;                   /* the head's previous byte was a LF */
 	bool last_cr;                   /* ... a CR */
-	unsigned ncl, nte;              /* Content-Length, Transfer-Encoding headers */
+	bool last_sp;                   /* ... a space */
+	unsigned line;                  /* the head's line being read (0: the request line) */
+	unsigned rl_spaces;             /* spaces in the request line */
+	char rl_tail[9];                /* its last bytes: " HTTP/1.x" */
+	unsigned ncl, nte, nhost, nupgrade;     /* headers seen, by kind */
 	enum kh_rhttp_hdr cur;          /* the header whose value is being read */
 	bool in_value;                  /* the last piece was of a value */
 	char field[24];                 /* the start of the field name */
 	size_t field_len;
-	char te[16];                    /* the Transfer-Encoding value, if short */
-	size_t te_len;
-	bool te_long;
+	struct kh_rhttp_val cl, te;     /* Content-Length, Transfer-Encoding values */
 	char *target;                   /* request target: the caller's buffer */
 	size_t target_cap;              /* its size (KH_RHTTP_TARGET_MAX + 1) */
 	size_t target_len;

@@ -15,7 +15,10 @@
 #                         port (RELAY_PORT), the host issuer (pki), the mTLS
 #                         endpoint (kubeapi) with its streaming backend
 #                         (kubeback.py: watch, exec, Upgrade echo, big
-#                         bodies) and a policy (RELAY_CONF) with a relay
+#                         bodies) -- or with RELAY_API=go, Go's net/http
+#                         instead (goapi.sh: what kube-apiserver's parser
+#                         serves, logged to GOAPI_LOG) -- and a policy
+#                         (RELAY_CONF) with a relay
 #                         section; sets RELAY_RUNDIR, RELAY_KUBECONFIG and
 #                         RELAY_AUDIT (the audit log, under $KH_TMP;
 #                         RELAY_AUDIT_SET replaces the whole audit setting:
@@ -46,6 +49,7 @@ declare -F plan_auto >/dev/null || . "$KH_SRCDIR/tests/harness/tap.sh"
 declare -F make_user >/dev/null || . "$KH_SRCDIR/tests/harness/users.sh"
 declare -F pki_init >/dev/null || . "$KH_SRCDIR/tests/harness/pki.sh"
 declare -F kubeapi_start >/dev/null || . "$KH_SRCDIR/tests/harness/kubeapi.sh"
+declare -F goapi_start >/dev/null || . "$KH_SRCDIR/tests/harness/goapi.sh"
 
 RELAYD=$KH_BUILDDIR/relay/kubehsm-relayd
 RELAY_CLIENT=$KH_BUILDDIR/tests/probes/relay_client
@@ -106,8 +110,12 @@ relay_init() {
 		pki_issuer_token "$RELAY_HOST" "$RELAY_ISSUER_PIN" issuerca ||
 		{ echo "Bail out! PKI"; exit 1; }
 	chmod 0600 "$PKI_DIR/issuer.pin"
-	relay_backend_start || { echo "Bail out! kubeback.py did not start"; exit 1; }
-	kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
+	if [ "${RELAY_API:-nginx}" = go ]; then
+		goapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! kh-goapi did not start"; exit 1; }
+	else
+		relay_backend_start || { echo "Bail out! kubeback.py did not start"; exit 1; }
+		kubeapi_start "$PKI_DIR/issuerca.pem" || { echo "Bail out! nginx did not start"; exit 1; }
+	fi
 	pki_policy "$KH_TMP/etc/kubehsm.conf" "$RELAY_HOST" || { echo "Bail out! policy"; exit 1; }
 	relay_setup "$KH_TMP/etc/kubehsm.conf"
 }

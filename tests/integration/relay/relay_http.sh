@@ -11,7 +11,7 @@
 # and 1.33 and the Python client (get pods, get --raw, a watch, an Upgrade
 # round trip) each leave exactly one audit line with the right uid, login
 # origin, method, path, status and byte counts (nginx's own counts); the
-# audit log is root's only, survives a logrotate-style rename and SIGHUP,
+# audit log is root's only, follows a logrotate-style rename and SIGHUP,
 # and no user can write or forge a line; `kubehsm admin audit` filters it;
 # a session's expiry closes its connections within 100 ms.
 set -u
@@ -191,8 +191,8 @@ is "$(jq -c '[.uid, .user, .status, .relay]' <<<"$line")" "[$(id -u nobody),null
 
 # --- the audit file: root's, not forgeable, rotated on SIGHUP ------------------
 is "$(stat -c '%a %U' "$RELAY_AUDIT") $(stat -c '%a %U:%G' "$(dirname "$RELAY_AUDIT")")" \
-	"600 $RELAY_USER 770 root:$(id -gn "$RELAY_USER")" \
-	"the audit log: mode 600 (the relay writes it), in a directory only root and the relay enter"
+	"600 $RELAY_USER 750 root:$(id -gn "$RELAY_USER")" \
+	"the audit log: mode 600 (the relay writes it), in a directory only root and the relay enter, only root writes"
 run relay_as "$alice" sh -c "echo '{\"uid\":0}' >>'$RELAY_AUDIT'"
 isnt "$rc" 0 "a user cannot write it"
 run relay_as "$alice" cat "$RELAY_AUDIT"
@@ -211,12 +211,13 @@ tail -n +$((n + 1)) "$RELAY_AUDIT" | jq -e --argjson u "$auid" 'select(.uid != $
 is "$?" 4 "... leaves only lines of the user's own uid, each one JSON object"
 is "$(wc -l <"$RELAY_AUDIT")" $((n + 1)) "... exactly one line"
 mv "$RELAY_AUDIT" "$RELAY_AUDIT.1"
+install -m 0600 -o "$RELAY_USER" -g "$(id -gn "$RELAY_USER")" /dev/null "$RELAY_AUDIT"   # logrotate's create
 kill -HUP "$RELAY_PID"
 sleep 0.3
 relay_kc "$alice" get --raw "/kh-whoami?rotated=1"
 is "$(jq -r .path "$RELAY_AUDIT" 2>/dev/null | tail -1)" "/kh-whoami?rotated=1" \
-	"after a logrotate-style rename and SIGHUP, new lines go to a new file"
-is "$(stat -c '%a %U' "$RELAY_AUDIT")" "600 $RELAY_USER" "... made root-only like the first"
+	"after a logrotate-style rename, create and SIGHUP, new lines go to the new file"
+is "$(stat -c '%a %U' "$RELAY_AUDIT")" "600 $RELAY_USER" "... root-only like the first"
 grep -q rotated "$RELAY_AUDIT.1"
 is "$?" 1 "... and none to the old one"
 relay_alive() { kill -0 "$RELAY_PID" 2>/dev/null; }

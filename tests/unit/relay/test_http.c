@@ -260,8 +260,55 @@ test_http10_not_kept_alive(void **state)
 	req_all(&h, "GET / HTTP/1.0\r\nHost: x\r\n\r\n", trace, &used);
 	assert_false(kh_rhttp_keep_alive(&h));
 	kh_rhttp_init_request(&h, target);
-	req_all(&h, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n", trace, &used);
+	req_all(&h, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", trace, &used);
+	assert_int_equal(h.ev, KH_RHTTP_DONE);
 	assert_false(kh_rhttp_keep_alive(&h));
+}
+
+/* What Go's net/http (kube-apiserver) reads otherwise than http-parser. */
+static void
+test_go_differences_refused(void **state)
+{
+	(void)state;
+	/* Go ignores Transfer-Encoding on 1.0: the "body" would be requests. */
+	assert_string_equal(bad_reason("POST / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n"
+				       "Transfer-Encoding: chunked\r\n\r\n"
+				       "3c\r\nGET /api/v1/namespaces/kube-system/secrets HTTP/1.1\r\n"
+				       "Host: x\r\n\r\n\r\n0\r\n\r\n"),
+			    "Transfer-Encoding on an HTTP/1.0 request");
+	assert_string_equal(bad_reason("POST / HTTP/1.0\r\nTransfer-Encoding: gzip\r\n\r\n"),
+			    "Transfer-Encoding on an HTTP/1.0 request");
+	assert_string_equal(bad_reason("GET /e HTTP/1.0\r\nConnection: Upgrade\r\n"
+				       "Upgrade: websocket\r\n\r\n"),
+			    "an Upgrade on an HTTP/1.0 request");
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n"));
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\n\rX: b\r\n\r\n"));
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\n\r\r\n"));
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\nX: a\x01\r\n\r\n"));
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\nX: a\x7f\r\n\r\n"));
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\nX: a\x0c\r\n\r\n"));
+	assert_string_equal(bad_reason("\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+			    "an empty line before the request line");
+	assert_string_equal(bad_reason("GET  / HTTP/1.1\r\nHost: x\r\n\r\n"),
+			    "a request line other than METHOD SP PATH SP HTTP/1.x");
+	assert_non_null(bad_reason("GET / HTTP/1.01\r\nHost: x\r\n\r\n"));
+	assert_non_null(bad_reason("GET / HTTP/1.2\r\nHost: x\r\n\r\n"));
+	assert_non_null(bad_reason("GET /\x80 HTTP/1.1\r\nHost: x\r\n\r\n"));
+	assert_string_equal(bad_reason("GET / HTTP/1.1\r\nAccept: */*\r\n\r\n"),
+			    "an HTTP/1.1 request needs exactly one Host header");
+	assert_non_null(bad_reason("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"));
+	assert_non_null(bad_reason("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc"));
+	assert_non_null(bad_reason("POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n"));
+	assert_non_null(bad_reason("POST / HTTP/1.1\r\nHost: x\r\n"
+				   "Content-Length: 9223372036854775808\r\n\r\n"));
+	/* Trailers: Go reads them by rules of its own. */
+	assert_string_equal(bad_reason("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+				       "\r\n1\r\na\r\n0\r\nX: y\r\n\r\n"),
+			    "trailer fields after a chunked body");
+	/* What clients send passes: 1.0 without a Host, OWS around values. */
+	assert_null(bad_reason("GET / HTTP/1.0\r\n\r\n"));
+	assert_null(bad_reason("POST / HTTP/1.1\r\nHost: x\r\nContent-Length:  3 \r\n\r\nabc"));
+	assert_null(bad_reason("GET /a?b=%20c HTTP/1.1\r\nHost: x\r\nUser-Agent: k\xc3\xa9\r\n\r\n"));
 }
 
 static void
@@ -319,6 +366,7 @@ main(void)
 		cmocka_unit_test(test_oversized_and_odd_heads_refused),
 		cmocka_unit_test(test_upgrade_and_watch),
 		cmocka_unit_test(test_http10_not_kept_alive),
+		cmocka_unit_test(test_go_differences_refused),
 		cmocka_unit_test(test_responses),
 	};
 

@@ -1,0 +1,3 @@
+module kubehsm.test/goapi
+
+go 1.19
