@@ -16,10 +16,11 @@
 # 1000 µs (BENCH_DELAYS).  Measured:
 #   counts   PKCS#11 calls per login to each module, per function (3 logins)
 #   timing   hyperfine, pam_kubehsm and the floor in one invocation per
-#            round, order rotated; a pam_kubehsm login whose counted calls
-#            would take longer than BENCH_CAP_S (default 4 s) at that delay
-#            is not timed (its calls × the delay are reported instead)
-#   network  the issuer's token (the middle size) served by `p11-kit server`;
+#            round, order rotated; a login that would take longer than
+#            BENCH_CAP_S (default 4 s: its fastest counted login at delay 0
+#            plus its calls × the delay) is not timed, and the estimate is
+#            reported instead
+#   network  the issuer's token (the smallest size) served by `p11-kit server`;
 #            the issuer module is p11pass -> p11-kit-client.so; between them
 #            bench/floor/hsm_link.c carries the RPC over TCP between two
 #            network namespaces of this script's own (veth, private
@@ -196,7 +197,11 @@ for n in $SIZES; do
 		: >"$OUT/counts/users-d$d0.log"
 		: >"$OUT/counts/$c.log"
 		log "counting: $m, $n other objects"
-		for i in 1 2 3; do check_login "$m" "$c"; done
+		for i in 1 2 3; do
+			t0=$(date +%s%N)
+			check_login "$m" "$c"
+			echo "$m $n $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$OUT/count-logins-ms.txt"
+		done
 		{ cat "$OUT/counts/users-d$d0.log"; cat "$OUT/counts/$c.log"; } |
 			sed "s/^/module=$m size=$n /" >>"$OUT/calls.txt"
 	done
@@ -224,12 +229,15 @@ for ((r = 0; r < ROUNDS; r++)); do
 		((r % 2)) && mods=(floor kubehsm)
 		for m in "${mods[@]}"; do
 			calls=$(calls_of "$m" "$n")
-			if [ "$d" != 0 ] && [ $((calls * d / 1000)) -gt $((CAP_S * 1000)) ]; then
-				[ $r = 0 ] && echo "$m $c $calls" >>"$OUT/untimed.txt"
+			ms0=$(awk -v m="$m" -v n="$n" '$1 == m && $2 == n { print $3 }' \
+				"$OUT/count-logins-ms.txt" | sort -n | head -n 1)
+			if [ $((ms0 + calls * d / 1000)) -gt $((CAP_S * 1000)) ]; then
+				[ $r = 0 ] && echo "$m $c $calls $ms0" >>"$OUT/untimed.txt"
 				continue
 			fi
 			args+=(-n "$m" "$(login_cmd "$m" "$c")")
 		done
+		[ ${#args[@]} = 0 ] && continue
 		log "round $r, $c: $(( ${#args[@]} / 3 )) modules x $RUNS logins"
 		hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" \
 			--export-json "$OUT/raw/$c.r$r.json" "${args[@]}" >/dev/null ||
@@ -239,12 +247,18 @@ done
 for c in "${CONDS[@]}"; do
 	cp "$OUT/counts/$c.log" "$OUT/raw/timed-calls-$c.log" 2>/dev/null
 done
+for d in $DELAYS; do
+	cp "$OUT/counts/users-d$d.log" "$OUT/raw/timed-calls-users-d$d.log" 2>/dev/null
+done
 
 # --- the network HSM ----------------------------------------------------------------------------------
 net_hsm() {
 	local sizes=($SIZES) n ns_c=khbc$$ ns_h=khbh$$ srv=$STORE/net/server.sock
 	local cli=$STORE/net/client.sock delay=500 c
-	n=${sizes[$(( ${#sizes[@]} / 2 ))]}
+	# The smallest store: p11-kit server initialises the module for each
+	# client, and SoftHSM2 reads every object file of its store then — a
+	# cost of this stand-in, not of a network HSM.
+	n=${sizes[0]}
 	mkdir -p -m 0755 "$STORE/net"
 	ip netns add "$ns_c" && on_exit "ip netns del $ns_c" &&
 		ip netns add "$ns_h" && on_exit "ip netns del $ns_h" || return 1
