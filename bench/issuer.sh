@@ -94,6 +94,7 @@ rm -rf "$OUT" && mkdir -p "$OUT/raw" "$OUT/counts" || die "cannot create $OUT"
 	echo "libp11=$(dpkg-query -W -f '${Version}' libp11-3 libp11-3t64 2>/dev/null)"
 	echo "kubehsm_commit=$(git -C "$KH_SRCDIR" rev-parse --short HEAD 2>/dev/null)"
 	echo "kubehsm_build=$KH_BUILDDIR"
+	echo "kubehsm_build_srcdir=$(sed -n 's/^abs_top_srcdir = //p' "$KH_BUILDDIR/Makefile")"
 } >"$OUT/machine.txt"
 
 # --- the bench's programs, the stores' tmpfs ---------------------------------------------

@@ -119,7 +119,7 @@ def section_counts(runs):
 
 def section_timing(runs):
     print("| build | other objects | delay per call | pam_kubehsm | floor | pam_kubehsm ÷ floor "
-          "| round min–max | target | met? | per call, measured (users / issuer) |")
+          "| round min–max | target | met? | mean time per call, delay included (users / issuer) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, d in runs:
         mc = machine(d)

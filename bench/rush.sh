@@ -52,6 +52,7 @@ rm -rf "$OUT" && mkdir -p "$OUT" || die "cannot create $OUT"
 	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "kubehsm_commit=$(git -C "$KH_SRCDIR" rev-parse --short HEAD 2>/dev/null)"
 	echo "kubehsm_build=$KH_BUILDDIR"
+	echo "kubehsm_build_srcdir=$(sed -n 's/^abs_top_srcdir = //p' "$KH_BUILDDIR/Makefile")"
 } >"$OUT/machine.txt"
 
 # --- PKI, the issuer's store and module copy, the users and their tokens -----------------------
