@@ -11,7 +11,6 @@ import collections
 import glob
 import json
 import os
-import re
 import statistics
 import sys
 

@@ -136,11 +136,10 @@ echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 /usr/bin/python3 - "$OUT" <<'PY'
 import os, statistics, sys
 out = sys.argv[1]
-def ms(path, col):
-    rows = [l.split() for l in open(os.path.join(out, path)) if l.strip()]
-    return rows
-lone = [int(r[2]) / 1000 for r in ms("lone.txt", 0) if r[1] == "0"]
-rush = ms("rush.txt", 0)
+def rows(path):
+    return [line.split() for line in open(os.path.join(out, path)) if line.strip()]
+lone = [int(r[2]) / 1000 for r in rows("lone.txt") if r[1] == "0"]
+rush = rows("rush.txt")
 ok = sorted(int(r[3]) / 1000 for r in rush if r[2] == "0")
 lost = [r for r in rush if r[2] != "0"]
 # Where a lost login stopped: pamtester names the failing step.

@@ -15,7 +15,8 @@
  *       listen on ADDR:PORT, and for each connection connect to UNIX_PATH
  *       (the p11-kit server's socket); no delay
  *
- * Runs until killed; a connection's process ends when either side closes.
+ * Runs until killed; a connection's process ends when both sides have
+ * closed and everything in flight was delivered.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -46,7 +47,7 @@ struct pipe_dir {
 	int from, to;
 	struct chunk *q;
 	unsigned head, count;
-	int eof;
+	int eof, shut;
 };
 
 static long long
@@ -91,7 +92,7 @@ unix_socket(const char *path, int listening)
 		errno = ENAMETOOLONG;
 		die(path);
 	}
-	strcpy(sa.sun_path, path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		die("socket");
 	if (listening) {
@@ -170,11 +171,14 @@ relay(int a, int b, long long delay_ns)
 			}
 			if (d[i].count > 0 && (next < 0 || d[i].q[d[i].head].due_ns < next))
 				next = d[i].q[d[i].head].due_ns;
-			if (d[i].eof && d[i].count == 0) {
+			/* one side done and flushed: pass its end on, keep the other */
+			if (d[i].eof && d[i].count == 0 && !d[i].shut) {
 				(void)shutdown(d[i].to, SHUT_WR);
-				return;
+				d[i].shut = 1;
 			}
 		}
+		if (d[0].shut && d[1].shut)
+			return;
 		for (i = 0; i < 2; i++)
 			pfd[i] = (struct pollfd){ .fd = d[i].eof || d[i].count == QUEUE ? -1 : d[i].from,
 						  .events = POLLIN };
@@ -255,6 +259,10 @@ main(int argc, char **argv)
 			sleep_until(now_ns() + 2 * delay_ns);
 			ufd = tcp_socket(argv[3], argv[4], 0);
 		} else {
+			int one = 1;
+
+			if (setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+				die("TCP_NODELAY");
 			ufd = unix_socket(argv[4], 0);
 		}
 		if (ufd < 0)

@@ -320,9 +320,13 @@ conf_line(struct pass_conf *c, char *line)
 		return copy_value(c->counts, sizeof(c->counts), val);
 	if (strcmp(key, "label") == 0)
 		return copy_value(c->label, sizeof(c->label), val);
-	if (strcmp(key, "env") == 0)
-		return c->nenv < PASS_MAX_ENV && strchr(val, '=') != NULL && val[0] != '=' &&
-		       copy_value(c->env[c->nenv++], sizeof(c->env[0]), val);
+	if (strcmp(key, "env") == 0) {
+		if (c->nenv >= PASS_MAX_ENV || strchr(val, '=') == NULL || val[0] == '=' ||
+		    !copy_value(c->env[c->nenv], sizeof(c->env[0]), val))
+			return false;
+		c->nenv++;
+		return true;
+	}
 	if (strcmp(key, "delay_us") == 0) {
 		errno = 0;
 		c->delay_us = strtol(val, &end, 10);
@@ -540,9 +544,11 @@ real_load(void)
 		return CKR_GENERAL_ERROR;
 	}
 	*(void **)&get = dlsym(real_dl, "C_GetFunctionList");
-	if (get != NULL && env_push(&se))
-		rv = get(&real);
-	env_pop(&se);
+	if (get != NULL) {
+		if (env_push(&se))
+			rv = get(&real);
+		env_pop(&se);
+	}
 	if (rv != CKR_OK || real == NULL) {
 		real = NULL;
 		dlclose(real_dl);
