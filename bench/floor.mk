@@ -5,7 +5,8 @@ CC ?= cc
 CFLAGS ?= -O2 -g -Wall -Wextra
 PROGS = $(OUT)/exec_floor $(OUT)/exec_floor_static $(OUT)/sign_floor $(OUT)/ssl_floor $(OUT)/p11_floor $(OUT)/loadgen \
 	$(OUT)/pam_floor.so \
-	$(OUT)/hop_floor $(OUT)/keyring_floor $(OUT)/floor_polkit.so
+	$(OUT)/hop_floor $(OUT)/keyring_floor $(OUT)/floor_polkit.so \
+	$(OUT)/p11pass.so $(OUT)/p11fill $(OUT)/hsm_link
 
 all: $(PROGS)
 $(OUT)/exec_floor: floor/exec_floor.c
@@ -38,6 +39,17 @@ $(OUT)/pam_floor.so: floor/pam_floor.c floor/pam_floor_p11.c floor/pam_floor_p11
 	$(CC) $(CFLAGS) -fPIC -shared -Wl,-z,defs $$(pkg-config --cflags p11-kit-1 libcrypto) \
 		-o $@ floor/pam_floor.c floor/pam_floor_p11.c \
 		$$(pkg-config --libs libcrypto libkeyutils) -lpam -ldl
+# Issue #30 (bench/issuer.sh, bench/rush.sh): the pass-through PKCS#11 module
+# that counts, times and delays every call; the filler that puts thousands of
+# key pairs on a token; the delayed Unix-to-TCP hop of the network HSM.
+$(OUT)/p11pass.so: floor/p11pass.c
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-z,defs $$(pkg-config --cflags p11-kit-1) \
+		-o $@ $< -ldl
+$(OUT)/p11fill: floor/p11fill.c
+	$(CC) $(CFLAGS) $$(pkg-config --cflags p11-kit-1 libcrypto) -o $@ $< \
+		$$(pkg-config --libs libcrypto) -ldl
+$(OUT)/hsm_link: floor/hsm_link.c
+	$(CC) $(CFLAGS) -o $@ $<
 clean:
 	rm -f $(PROGS)
 .PHONY: all clean

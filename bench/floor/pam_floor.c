@@ -39,7 +39,12 @@
  * Module options (one pam.d line for auth and session):
  *   module=PATH issuer_token=LABEL issuer_cert=PATH issuer_pin_file=PATH
  *   ca=PATH [key_label=kube] [issuer_key=issuer] [ttl=SECONDS]
- *   [timing=PATH|syslog] [keyring_helper=PATH] [polkit=PATH] [debug]
+ *   [timing=PATH|syslog] [keyring_helper=PATH] [polkit=PATH] [issuer_module=PATH]
+ *   [debug]
+ * issuer_module= puts the issuer's token behind a module of its own (loaded
+ * at open_session, finalised at pam_end), as an issuer on a network HSM
+ * is, beside the users' module (bench/issuer.sh); without it the issuer's
+ * token is found through module=.
  * timing= appends one line of step durations per entry point, in the format
  * bench/TIMING.md specifies for pam_kubehsm (module=pam_floor, or
  * module=pam_floor_design with keyring_helper= or polkit=).
@@ -97,6 +102,7 @@
 struct opts {
 	const char *module, *ca, *key_label, *issuer_token, *issuer_key;
 	const char *issuer_cert, *issuer_pin_file, *timing, *keyring_helper, *polkit;
+	const char *issuer_module;
 	long ttl;
 	bool debug;
 };
@@ -206,6 +212,7 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 		{ "timing=", offsetof(struct opts, timing) },
 		{ "keyring_helper=", offsetof(struct opts, keyring_helper) },
 		{ "polkit=", offsetof(struct opts, polkit) },
+		{ "issuer_module=", offsetof(struct opts, issuer_module) },
 	};
 	int i;
 	size_t k;
@@ -235,10 +242,11 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 	    o->issuer_cert == NULL || o->issuer_pin_file == NULL ||
 	    (o->timing != NULL && o->timing[0] != '/' && strcmp(o->timing, "syslog") != 0) ||
 	    (o->keyring_helper != NULL && o->keyring_helper[0] != '/') ||
-	    (o->polkit != NULL && o->polkit[0] != '/')) {
+	    (o->polkit != NULL && o->polkit[0] != '/') ||
+	    (o->issuer_module != NULL && o->issuer_module[0] != '/')) {
 		pam_syslog(pamh, LOG_ERR, "needs module=, ca=, issuer_token=, issuer_cert=, "
 			   "issuer_pin_file= (timing= an absolute path or syslog, "
-			   "keyring_helper= and polkit= absolute paths)");
+			   "keyring_helper=, polkit= and issuer_module= absolute paths)");
 		return PAM_SERVICE_ERR;
 	}
 	return PAM_SUCCESS;
@@ -250,6 +258,7 @@ parse_opts(pam_handle_t *pamh, int argc, const char **argv, struct opts *o)
 
 struct login {
 	struct p11 p11;
+	struct p11 issuer_p11;  /* with issuer_module=: the issuer's own module */
 	X509 *cert;             /* the validated token certificate */
 	char *user;
 	uid_t uid;
@@ -265,6 +274,7 @@ login_cleanup(pam_handle_t *pamh, void *data, int status)
 	(void)pamh;
 	(void)status;
 	X509_free(l->cert);
+	floor_p11_unload(&l->issuer_p11);
 	floor_p11_unload(&l->p11);
 	free(l->user);
 	free(l);
@@ -668,7 +678,7 @@ asn1_time(const ASN1_TIME *a)
  * the token certificate's O values; signed by the issuer key on the token
  * with C_Sign. */
 static X509 *
-mint(struct login *l, X509 *issuer, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE ikey,
+mint(struct login *l, struct p11 *ip, X509 *issuer, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE ikey,
      CK_KEY_TYPE ikt, EVP_PKEY *key, time_t now, time_t not_after)
 {
 	X509 *x = X509_new();
@@ -725,7 +735,7 @@ mint(struct login *l, X509 *issuer, CK_SESSION_HANDLE s, CK_OBJECT_HANDLE ikey,
 			    NULL) != 1)
 		goto out;
 	if ((tbslen = i2d_re_X509_tbs(x, &tbs)) <= 0 ||
-	    floor_p11_sign(&l->p11, s, ikey, ikt, tbs, (size_t)tbslen, &sig, &siglen) != CKR_OK)
+	    floor_p11_sign(ip, s, ikey, ikt, tbs, (size_t)tbslen, &sig, &siglen) != CKR_OK)
 		goto out;
 	X509_get0_signature(&csig, &calg, x);
 	if (X509_ALGOR_set0((X509_ALGOR *)calg, OBJ_nid2obj(nid),
@@ -860,6 +870,7 @@ open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 	const void *data = NULL;
 	const char *user = NULL;
 	struct login *l;
+	struct p11 *ip;
 	X509 *issuer = NULL, *cert = NULL;
 	EVP_PKEY *key = NULL;
 	char pin[256], *chain_pem = NULL, *payload = NULL;
@@ -879,21 +890,29 @@ open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 		return rc;
 	rc = PAM_SESSION_ERR;
 
-	/* issuer: PIN file, session, C_Login, key, chain */
+	/* issuer: its module, PIN file, session, C_Login, key, chain */
+	ip = &l->p11;
+	if (o->issuer_module != NULL) {
+		if (l->issuer_p11.f == NULL && floor_p11_load(&l->issuer_p11, o->issuer_module) != 0) {
+			flog(pamh, o, LOG_ERR, "cannot load %s", o->issuer_module);
+			return PAM_SESSION_ERR;
+		}
+		ip = &l->issuer_p11;
+	}
 	if (read_pin_file(o->issuer_pin_file, pin, sizeof(pin)) != 0) {
 		flog(pamh, o, LOG_ERR, "issuer PIN file %s unreadable or not root-only",
 		     o->issuer_pin_file);
 		explicit_bzero(pin, sizeof(pin));
 		return PAM_SESSION_ERR;
 	}
-	if ((rv = floor_p11_find_token(&l->p11, o->issuer_token, &slot, &flags)) == CKR_OK &&
-	    (rv = l->p11.f->C_OpenSession(slot, CKF_SERIAL_SESSION, NULL, NULL, &s)) == CKR_OK &&
-	    ((rv = l->p11.f->C_Login(s, CKU_USER, (CK_UTF8CHAR_PTR)pin, strlen(pin))) == CKR_OK ||
+	if ((rv = floor_p11_find_token(ip, o->issuer_token, &slot, &flags)) == CKR_OK &&
+	    (rv = ip->f->C_OpenSession(slot, CKF_SERIAL_SESSION, NULL, NULL, &s)) == CKR_OK &&
+	    ((rv = ip->f->C_Login(s, CKU_USER, (CK_UTF8CHAR_PTR)pin, strlen(pin))) == CKR_OK ||
 	     rv == CKR_USER_ALREADY_LOGGED_IN))
-		rv = floor_p11_find_one(&l->p11, s, key_tmpl, 2, &ikey);
+		rv = floor_p11_find_one(ip, s, key_tmpl, 2, &ikey);
 	explicit_bzero(pin, sizeof(pin));
 	if (rv == CKR_OK)
-		rv = l->p11.f->C_GetAttributeValue(s, ikey, &kt_attr, 1);
+		rv = ip->f->C_GetAttributeValue(s, ikey, &kt_attr, 1);
 	if (rv != CKR_OK || load_chain(o->issuer_cert, &issuer, &chain_pem) != 0) {
 		flog(pamh, o, LOG_ERR, "issuer: 0x%lx", rv);
 		goto out;
@@ -912,7 +931,7 @@ open_session(pam_handle_t *pamh, const struct opts *o, struct timing *t)
 		not_after = t_cert;
 	if (not_after <= now)
 		goto out;
-	cert = mint(l, issuer, s, ikey, ikt, key, now, not_after);
+	cert = mint(l, ip, issuer, s, ikey, ikt, key, now, not_after);
 	if (cert == NULL || record_payload(cert, chain_pem, l->cert, key, &payload, &len) != 0) {
 		flog(pamh, o, LOG_ERR, "user '%s': minting failed", l->user);
 		goto out;
@@ -947,8 +966,8 @@ out:
 	X509_free(issuer);
 	free(chain_pem);
 	if (s != CK_INVALID_HANDLE) {
-		(void)l->p11.f->C_Logout(s);
-		(void)l->p11.f->C_CloseSession(s);
+		(void)ip->f->C_Logout(s);
+		(void)ip->f->C_CloseSession(s);
 	}
 	t_step(t, "p11_close");
 	return rc;
