@@ -1,0 +1,89 @@
+/*
+ * kh_pcsc — see kh_pcsc.h.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "lib/kh_pcsc.h"
+
+/*
+ * The little of <PCSC/winscard.h> used here, as pcsc-lite defines it on
+ * Linux (wintypes.h: LONG is long, DWORD unsigned long, SCARDCONTEXT a
+ * LONG; pcsclite.h: the codes).  Declared here rather than taken from
+ * libpcsclite-dev: two calls through dlsym do not justify a build
+ * dependency, and this ABI has not changed since pcsc-lite 1.6.
+ */
+typedef long kh_scard_rv;
+typedef long kh_scard_context;
+typedef kh_scard_rv (*kh_scard_establish_fn)(unsigned long scope, const void *r1,
+					     const void *r2, kh_scard_context *ctx);
+typedef kh_scard_rv (*kh_scard_release_fn)(kh_scard_context ctx);
+
+#define KH_SCARD_SCOPE_SYSTEM 0x0002UL
+#define KH_SCARD_S_SUCCESS ((kh_scard_rv)0x00000000)
+#define KH_SCARD_F_COMM_ERROR ((kh_scard_rv)0x80100013)
+#define KH_SCARD_E_NO_SERVICE ((kh_scard_rv)0x8010001D)
+#define KH_SCARD_W_SECURITY_VIOLATION ((kh_scard_rv)0x8010006A)
+
+/* The soname every PC/SC-based module on Debian loads (OpenSC by dlopen,
+ * ykcs11 by DT_NEEDED). */
+#define KH_PCSCLITE_SONAME "libpcsclite.so.1"
+
+/* pcscd 2.x's polkit actions; present where pcscd asks polkit. */
+#define KH_PCSCD_POLKIT_POLICY "/usr/share/polkit-1/actions/org.debian.pcsc-lite.policy"
+
+/*
+ * What a refused client sees: pcscd reads the client's first message,
+ * asks polkit, and on "no" logs "Rejected unauthorized PC/SC client" and
+ * closes the socket; the client library's SCardEstablishContext then
+ * reports SCARD_F_COMM_ERROR (end of file) or SCARD_W_SECURITY_VIOLATION
+ * (connection reset) — pcsc-lite 2.3, winscard_svc.c ContextThread and
+ * winscard_msg.c MessageReceive.
+ */
+static const char *
+kh_pcsc_explain(kh_scard_rv rv)
+{
+	switch (rv) {
+	case KH_SCARD_F_COMM_ERROR:
+	case KH_SCARD_W_SECURITY_VIOLATION:
+		if (access(KH_PCSCD_POLKIT_POLICY, F_OK) == 0)
+			return "pcscd refused this process: its polkit check "
+			       "(action org.debian.pcsc-lite.access_pcsc) said no, as it does "
+			       "outside an active local session; see pam_kubehsm(8), "
+			       "SMARTCARDS, for a polkit rule that lets the user's card through";
+		return "pcscd closed this process's connection at once (it refused it)";
+	case KH_SCARD_E_NO_SERVICE:
+		return "pcscd is not running (no socket at PCSCLITE_CSOCK_NAME or "
+		       "/run/pcscd/pcscd.comm)";
+	default:
+		return NULL;
+	}
+}
+
+const char *
+kh_pcsc_refusal(void)
+{
+	kh_scard_establish_fn establish;
+	kh_scard_release_fn release;
+	kh_scard_context ctx = 0;
+	kh_scard_rv rv;
+	void *dl;
+
+	/* RTLD_NOLOAD: only the copy the module already loaded. */
+	dl = dlopen(KH_PCSCLITE_SONAME, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (dl == NULL)
+		return NULL;
+	establish = (kh_scard_establish_fn)dlsym(dl, "SCardEstablishContext");
+	release = (kh_scard_release_fn)dlsym(dl, "SCardReleaseContext");
+	if (establish == NULL || release == NULL) {
+		dlclose(dl);
+		return NULL;
+	}
+	rv = establish(KH_SCARD_SCOPE_SYSTEM, NULL, NULL, &ctx);
+	if (rv == KH_SCARD_S_SUCCESS)
+		(void)release(ctx);
+	dlclose(dl);
+	return kh_pcsc_explain(rv);
+}
