@@ -35,11 +35,12 @@ typedef kh_scard_rv (*kh_scard_release_fn)(kh_scard_context ctx);
 #define KH_PCSCD_POLKIT_POLICY "/usr/share/polkit-1/actions/org.debian.pcsc-lite.policy"
 
 /*
- * What a refused client sees: pcscd reads the client's first message,
- * asks polkit, and on "no" logs "Rejected unauthorized PC/SC client" and
- * closes the socket; the client library's SCardEstablishContext then
- * reports SCARD_F_COMM_ERROR (end of file) or SCARD_W_SECURITY_VIOLATION
- * (connection reset) — pcsc-lite 2.3, winscard_svc.c ContextThread and
+ * What a refused client sees: pcscd accepts the connection, asks polkit
+ * before it reads anything, and on "no" logs "Rejected unauthorized PC/SC
+ * client" and closes the socket with the client's first message unread,
+ * which resets the client's end; SCardEstablishContext then reports
+ * SCARD_W_SECURITY_VIOLATION (connection reset), or SCARD_F_COMM_ERROR
+ * (end of file) — pcsc-lite 2.3, winscard_svc.c ContextThread and
  * winscard_msg.c MessageReceive.
  */
 static const char *
@@ -55,8 +56,8 @@ kh_pcsc_explain(kh_scard_rv rv)
 			       "SMARTCARDS, for a polkit rule that lets the user's card through";
 		return "pcscd closed this process's connection at once (it refused it)";
 	case KH_SCARD_E_NO_SERVICE:
-		return "pcscd is not running (no socket at PCSCLITE_CSOCK_NAME or "
-		       "/run/pcscd/pcscd.comm)";
+		return "pcscd is not running, or not at its socket (PCSCLITE_CSOCK_NAME, "
+		       "else /run/pcscd/pcscd.comm)";
 	default:
 		return NULL;
 	}
