@@ -4,6 +4,11 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "lib/kh_pcsc.h"
@@ -34,6 +39,33 @@ typedef kh_scard_rv (*kh_scard_release_fn)(kh_scard_context ctx);
 /* pcscd 2.x's polkit actions; present where pcscd asks polkit. */
 #define KH_PCSCD_POLKIT_POLICY "/usr/share/polkit-1/actions/org.debian.pcsc-lite.policy"
 
+/* Where the client library looks for pcscd (pcsc-lite's default on Debian). */
+#define KH_PCSCD_SOCKET "/run/pcscd/pcscd.comm"
+
+/* Whether pcscd's socket takes a connection (it is there, and listening). */
+static bool
+kh_pcsc_socket_answers(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = getenv("PCSCLITE_CSOCK_NAME");
+	size_t len;
+	bool answers;
+	int fd;
+
+	if (path == NULL || *path == '\0')
+		path = KH_PCSCD_SOCKET;
+	len = strlen(path);
+	if (len >= sizeof(sa.sun_path))
+		return false;
+	memcpy(sa.sun_path, path, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	answers = connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0;
+	(void)close(fd);
+	return answers;
+}
+
 /*
  * What a refused client sees: pcscd accepts the connection, asks polkit
  * before it reads anything, and on "no" logs "Rejected unauthorized PC/SC
@@ -41,26 +73,26 @@ typedef kh_scard_rv (*kh_scard_release_fn)(kh_scard_context ctx);
  * which resets the client's end; SCardEstablishContext then reports
  * SCARD_W_SECURITY_VIOLATION (connection reset), or SCARD_F_COMM_ERROR
  * (end of file) — pcsc-lite 2.3, winscard_svc.c ContextThread and
- * winscard_msg.c MessageReceive.
+ * winscard_msg.c MessageReceive.  When the close comes between the two
+ * writes of that first message, the second fails with EPIPE, which the
+ * library reports as SCARD_E_NO_SERVICE, as it does a missing pcscd: a
+ * socket that still takes connections tells the two apart.
  */
 static const char *
 kh_pcsc_explain(kh_scard_rv rv)
 {
-	switch (rv) {
-	case KH_SCARD_F_COMM_ERROR:
-	case KH_SCARD_W_SECURITY_VIOLATION:
-		if (access(KH_PCSCD_POLKIT_POLICY, F_OK) == 0)
-			return "pcscd refused this process: its polkit check "
-			       "(action org.debian.pcsc-lite.access_pcsc) said no, as it does "
-			       "outside an active local session; see pam_kubehsm(8), "
-			       "SMARTCARDS, for a polkit rule that lets the user's card through";
-		return "pcscd closed this process's connection at once (it refused it)";
-	case KH_SCARD_E_NO_SERVICE:
+	if (rv == KH_SCARD_E_NO_SERVICE && !kh_pcsc_socket_answers())
 		return "pcscd is not running, or not at its socket (PCSCLITE_CSOCK_NAME, "
-		       "else /run/pcscd/pcscd.comm)";
-	default:
+		       "else " KH_PCSCD_SOCKET ")";
+	if (rv != KH_SCARD_E_NO_SERVICE && rv != KH_SCARD_F_COMM_ERROR &&
+	    rv != KH_SCARD_W_SECURITY_VIOLATION)
 		return NULL;
-	}
+	if (access(KH_PCSCD_POLKIT_POLICY, F_OK) == 0)
+		return "pcscd refused this process: its polkit check "
+		       "(action org.debian.pcsc-lite.access_pcsc) said no, as it does "
+		       "outside an active local session; see pam_kubehsm(8), "
+		       "SMARTCARDS, for a polkit rule that lets the user's card through";
+	return "pcscd closed this process's connection at once (it refused it)";
 }
 
 const char *

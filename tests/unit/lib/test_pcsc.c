@@ -81,7 +81,10 @@ expect_child_ok(pid_t pid)
  * Play the refusing pcscd for the child until it is done (at most ~10 s):
  * accept each connection, wait for the client's first message and close
  * without reading it — pcscd 2.x asks polkit before it reads anything, and
- * a Unix socket closed with unread data resets its peer (ECONNRESET).
+ * a Unix socket closed with unread data resets its peer (ECONNRESET).  The
+ * close may come between the two writes of that message (EPIPE, reported
+ * as "no service"), as it may with pcscd: kh_pcsc must tell it from a
+ * missing pcscd all the same.
  */
 static void
 refuse_until_done(int lfd, pid_t pid)
