@@ -175,6 +175,18 @@ else
 	fail "kubehsm sign --key token as $alice: the 9C key signed"; diag "rc=$rc out=$out err=$err"
 fi
 is "$(at "$CA" "verify ok") $(at "$CA" "sign 9c")" "2 1" "sign --key token: login + context-specific login, one signature"
+if pcsc_has_polkit; then
+	# Out of the rule's group (polkit reads it at each check), the same
+	# command is refused by pcscd, and says so.
+	gpasswd -d "$alice" "khpcsc$$" >/dev/null
+	mark
+	run as_user "$alice" env KUBEHSM_CONFIG="$ETC/9c.conf" "$KUBEHSM" sign --key token "$REQ" </dev/null
+	like "$rc:$(oneline "$err")" "^[1-9][0-9]*:.*pcscd refused this process: its polkit check" \
+		"sign --key token as $alice outside the polkit rule: says pcscd refused her" ||
+		diag "rc=$rc err=$err"
+	is "$(at "$CA" verify)" 0 "... and no PIN reached her card"
+	gpasswd -a "$alice" "khpcsc$$" >/dev/null
+fi
 
 # --- pcscd's polkit check: a user it refuses is told so ---------------------------
 if pcsc_has_polkit; then
