@@ -17,7 +17,8 @@ dist_man_MANS += conf/kubehsm.conf.5
 # with --prefix=/usr (or --datadir=/usr/share) for it to take effect.
 polkitactionsdir = $(datadir)/polkit-1/actions
 polkitactions_DATA = conf/org.kubehsm.policy
-EXTRA_DIST += conf/org.kubehsm.policy.in conf/50-kubehsm.rules.example
+EXTRA_DIST += conf/org.kubehsm.policy.in conf/50-kubehsm.rules.example \
+	conf/50-kubehsm-pcscd.rules.example
 CLEANFILES += conf/org.kubehsm.policy
 # org.kubehsm.login names the program pkexec may run for it, by its
 # installed path.

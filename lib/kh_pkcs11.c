@@ -22,6 +22,7 @@
 #include "lib/kh_mem.h"
 #include "lib/kh_p11_raw.h"
 #include "lib/kh_p11_ui.h"
+#include "lib/kh_pcsc.h"
 #include "lib/kh_pkcs11.h"
 
 /*
@@ -322,6 +323,7 @@ static int
 kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
 {
 	struct kh_env_saved saved;
+	const char *pcsc_hint;
 	int rc;
 
 	if (p->logged_in)
@@ -332,11 +334,16 @@ kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
 		return -1;
 	ERR_clear_error();
 	rc = PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots);
+	/* A PC/SC module fails here when pcscd refused us: say so (kh_pcsc.h). */
+	pcsc_hint = rc != 0 ? kh_pcsc_refusal() : NULL;
 	kh_env_restore(&saved);
 	if (rc != 0) {
 		p->slots = NULL;
 		p->nslots = 0;
-		return kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);
+		kh_fail_ssl(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots", p->path);
+		if (pcsc_hint != NULL)
+			kh_error_append(err, "; %s", pcsc_hint);
+		return -1;
 	}
 	return 0;
 }

@@ -42,6 +42,7 @@ lib_libkh_la_SOURCES = \
 	lib/kh_sign.c lib/kh_sign.h \
 	lib/kh_pkey.c lib/kh_pkey.h \
 	lib/kh_pkcs11.c lib/kh_pkcs11.h lib/kh_challenge.c lib/kh_challenge.h \
+	lib/kh_pcsc.c lib/kh_pcsc.h \
 	lib/kh_pin_file.c lib/kh_pin_file.h \
 	lib/kh_p11_issuer.c lib/kh_p11_issuer.h \
 	lib/kh_p11_raw.c lib/kh_p11_raw.h \

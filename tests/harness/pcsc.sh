@@ -11,6 +11,13 @@
 #
 #   pcsc_start DIR                  pcscd + one vpcd reader pair (index 0, 1)
 #   pcsc_stop                       stop cards and pcscd; nothing is left running
+#   pcsc_has_polkit                 true when this pcscd asks polkit about its
+#                                   clients (pcscd 2.x, Debian 13)
+#   pcsc_polkit_allow USER...       let USERs through pcscd's polkit check from
+#                                   any session, with the rule kubehsm ships
+#                                   (conf/50-kubehsm-pcscd.rules.example) for a
+#                                   group of this test's own; no-op when
+#                                   pcscd has no polkit
 #   pcsc_opensc_conf DIR [OPTION...]
 #                                   private opensc.conf, exported as OPENSC_CONF.
 #                                   reset: disconnect_action = reset
@@ -59,6 +66,17 @@
 #
 # With tests/harness/tap.sh sourced first, pcsc_start registers pcsc_stop
 # with on_exit; otherwise it installs an EXIT trap if there is none.
+#
+# pcscd 2.x asks polkit (org.debian.pcsc-lite.access_pcsc, access_card)
+# before it serves a client, and with no polkitd refuses every one
+# ("Rejected unauthorized PC/SC client").  Its check stays on here, as on a
+# real host: pcsc_start runs it beside a system bus and polkitd
+# (tests/harness/polkit.sh, which then needs tap.sh) — the ones polkit.sh
+# already runs for the test, else a private pair — and pcscd, which looks
+# for the bus at its standard path, finds it at /run/dbus of its own /run.
+# Root is always authorised; other users only with a rule
+# (pcsc_polkit_allow).  pcscd 1.9.9 (Debian 12) has no polkit and rejects
+# --disable-polkit.
 
 PIV_HARNESS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PIV_CARD_PY=${PIV_CARD_PY:-$PIV_HARNESS_DIR/piv_card.py}
@@ -68,6 +86,10 @@ PCSC_READER_NAME=${PCSC_READER_NAME:-Yubico Virtual PIV}
 # Any port will do: nothing else lives in pcscd's network namespace.
 PCSC_VPCD_PORT=${PCSC_VPCD_PORT:-35963}
 PCSC_VPCD_DRIVER=${PCSC_VPCD_DRIVER:-/usr/lib/pcsc/drivers/serial/libifdvpcd.so}
+
+# Sourced here, not where it is first needed: inside a function its
+# declarations would be that function's locals.
+declare -F polkit_start >/dev/null || . "$PIV_HARNESS_DIR/polkit.sh"
 
 PCSC_PID=
 PCSC_DIR=
@@ -107,8 +129,61 @@ _pcsc_readers_up() {
 		grep -qF "$PCSC_READER_NAME 00 01" <<<"$out"
 }
 
+pcsc_has_polkit() {
+	if [ -z "${_PCSC_POLKIT:-}" ]; then
+		_PCSC_POLKIT=0
+		# Built with polkit: the option exists, and so do its actions.
+		if pcscd --help 2>&1 | grep -q -- '--disable-polkit' &&
+		   [ -f /usr/share/polkit-1/actions/org.debian.pcsc-lite.policy ]; then
+			_PCSC_POLKIT=1
+		fi
+	fi
+	[ "$_PCSC_POLKIT" = 1 ]
+}
+
+# _PCSC_BUSDIR: the directory of the system bus socket pcscd is to use (bus
+# and polkitd started if the test has none yet).  Not in a subshell: the
+# daemons polkit_start starts are stopped at exit through its variables.
+_pcsc_polkit_up() {
+	if ! declare -F on_exit >/dev/null; then
+		_pcsc_die "pcscd asks polkit: source tests/harness/tap.sh first"
+		return 1
+	fi
+	polkit_need
+	if [ -z "${POLKIT_BUS_ADDRESS:-}" ]; then
+		polkit_start || { _pcsc_die "no polkitd for pcscd"; return 1; }
+	fi
+	case $POLKIT_BUS_ADDRESS in
+	unix:path=*/system_bus_socket) ;;
+	*) _pcsc_die "bus $POLKIT_BUS_ADDRESS: not a system_bus_socket path"; return 1 ;;
+	esac
+	local sock=${POLKIT_BUS_ADDRESS#unix:path=}
+	_PCSC_BUSDIR=${sock%/system_bus_socket}
+}
+
+pcsc_polkit_allow() {
+	pcsc_has_polkit || return 0
+	local group=khpcsc$$ user rule
+	if ! getent group "$group" >/dev/null; then
+		groupadd "$group" || return 1
+		on_exit "groupdel '$group'"
+	fi
+	for user in "$@"; do
+		usermod -a -G "$group" "$user" || return 1
+	done
+	[ -z "${_PCSC_RULE:-}" ] || return 0
+	# The shipped example, scoped to this test's group (polkitd reads every
+	# rules file on the machine).
+	rule=$(sed -e "s/\"kubehsm-card\"/\"$group\"/g" \
+		"$KH_SRCDIR/conf/50-kubehsm-pcscd.rules.example") || return 1
+	grep -qF "\"$group\"" <<<"$rule" ||
+		{ _pcsc_die "the example rule names no group \"kubehsm-card\""; return 1; }
+	polkit_add_rule kubehsm-pcscd "$rule" || return 1
+	_PCSC_RULE=1
+}
+
 pcsc_start() {
-	local dir=$1
+	local dir=$1 busdir=
 	[ -n "$dir" ] || { _pcsc_die "usage: pcsc_start DIR"; return 1; }
 	[ -z "$PCSC_PID" ] || { _pcsc_die "pcscd already running ($PCSC_PID)"; return 1; }
 	[ "$(id -u)" -eq 0 ] || { _pcsc_die "needs root (namespaces)"; return 1; }
@@ -121,13 +196,23 @@ pcsc_start() {
 	DEVICENAME   /dev/null:$PCSC_VPCD_PORT
 	LIBPATH      $PCSC_VPCD_DRIVER
 	EOF
+	if pcsc_has_polkit; then
+		_pcsc_polkit_up || return 1
+		busdir=$_PCSC_BUSDIR
+	fi
 	# pcscd ignores PCSCLITE_CSOCK_NAME and always serves /run/pcscd, so it
-	# gets a /run of its own.  unshare and sh both exec, so $! is pcscd.
-	# shellcheck disable=SC2016  # $1 is expanded by the inner sh
+	# gets a /run of its own, with the bus's directory as its /run/dbus
+	# when it asks polkit.  unshare, sh and env exec, so $! is pcscd.
+	# shellcheck disable=SC2016  # $1 and $2 are expanded by the inner sh
 	unshare -m -n --propagation private -- /bin/sh -c \
-		'ip link set lo up && mount --bind "$1/run" /run &&
-		 exec pcscd --foreground --info --config "$1/readers"' \
-		sh "$PCSC_DIR" >"$PCSC_DIR/pcscd.log" 2>&1 &
+		'ip link set lo up &&
+		 if [ -n "$2" ]; then
+			mkdir -p "$1/run/dbus" && mount --bind "$2" "$1/run/dbus" || exit 1
+		 fi &&
+		 mount --rbind "$1/run" /run &&
+		 exec env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket \
+			pcscd --foreground --info --config "$1/readers"' \
+		sh "$PCSC_DIR" "$busdir" >"$PCSC_DIR/pcscd.log" 2>&1 &
 	PCSC_PID=$!
 	echo "$PCSC_PID" >"$PCSC_DIR/pcscd.pid"
 	export PCSCLITE_CSOCK_NAME=$PCSC_DIR/run/pcscd/pcscd.comm

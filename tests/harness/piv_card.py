@@ -36,7 +36,8 @@ EVENTS (events.log), so that tests can count what the card really saw:
     sign SLOT | sign-denied SLOT | ecdh SLOT GENERAL AUTHENTICATE
     unblock ok | unblock fail tries=N | unblock blocked
     change-pin ok | change-pin fail tries=N | change-pin blocked (also change-puk)
-    yk-version / yk-serial / yk-metadata SLOT / yk-attest SLOT   (--yubikey)
+    yk-version / yk-serial / yk-metadata SLOT / yk-attest SLOT   (--yubikey;
+                                             yk-version also with --get-version)
     unsupported CLA INS SW                   anything else
 """
 
@@ -277,9 +278,12 @@ class Key:
 
 
 class PivCard:
-    def __init__(self, carddir, yubikey=False, trace=False, yk_version=YK_VERSION):
+    def __init__(self, carddir, yubikey=False, trace=False, yk_version=YK_VERSION,
+                 get_version=False):
         self.dir = carddir
         self.yubikey = yubikey
+        # A plain applet that answers GET VERSION: what ykcs11 >= 2.7 needs.
+        self.get_version = get_version
         self.yk_version = tuple(int(x) for x in yk_version.split("."))
         if len(self.yk_version) != 3 or not all(0 <= x <= 255 for x in self.yk_version):
             raise ValueError("--yk-version must be MAJOR.MINOR.PATCH")
@@ -486,6 +490,12 @@ class PivCard:
             return self.cmd_reset_retry(apdu)
         if ins == 0x24:
             return self.cmd_change_reference(apdu)
+        if ins == 0xFD and self.get_version and not self.yubikey:
+            # ykpiv >= 2.7 (_ykpiv_select_application) fails the connect,
+            # and ykcs11 shows "no token", when GET VERSION fails; 2.2
+            # ignored it.  Nothing else YubiKey-specific is answered.
+            self.event("yk-version")
+            return self.respond(bytes(self.yk_version), apdu)
         if self.yubikey and (ins in (0xFD, 0xF9)
                              or (ins == 0xF8 and self.yk_version >= (5, 0, 0))
                              or (ins == 0xF7 and self.yk_version >= (5, 3, 0))):
@@ -812,7 +822,12 @@ def main():
     ap.add_argument("--yubikey", action="store_true",
                     help="YubiKey 5 ATR and GET VERSION/SERIAL/METADATA")
     ap.add_argument("--yk-version", default=YK_VERSION,
-                    help="firmware version reported with --yubikey (default %(default)s)")
+                    help="firmware version reported with --yubikey or --get-version "
+                         "(default %(default)s)")
+    ap.add_argument("--get-version", action="store_true",
+                    help="a plain PIV applet (PIV ATR) that answers YubiKey's GET VERSION "
+                         "(INS FD) and nothing else YubiKey-specific: ykcs11 >= 2.7 "
+                         "takes no card for a token without it")
     args = ap.parse_args()
 
     # One emulator per card directory: two would fork the counters.
@@ -823,7 +838,7 @@ def main():
         sys.exit("piv_card: %s is in use by another emulator" % args.dir)
 
     card = PivCard(args.dir, yubikey=args.yubikey, trace=args.trace,
-                   yk_version=args.yk_version)
+                   yk_version=args.yk_version, get_version=args.get_version)
 
     def stop(signum, frame):
         # Raising here unwinds whatever runs, e.g. a blocking recv(); only

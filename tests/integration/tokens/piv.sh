@@ -67,6 +67,9 @@ pcsc_start "$KH_TMP/pcsc" && piv_card_start "$KH_TMP/pcsc" 0 "$CA" &&
 	piv_card_start "$KH_TMP/pcsc" 1 "$CB" || { echo "Bail out! pcscd and cards"; exit 1; }
 diag "pcscd and two cards up in $((SECONDS - t0)) s"
 SOCK=$PCSCLITE_CSOCK_NAME
+# pcscd 2.x: alice and bob pass its polkit check by the rule kubehsm ships;
+# carol, who has no card, does not.
+pcsc_polkit_allow "$alice" "$bob" || { echo "Bail out! the pcscd polkit rule"; exit 1; }
 pcsc_opensc_conf "$KH_TMP/osc-reset" reset && OSC_RESET=$OPENSC_CONF
 pcsc_opensc_conf "$KH_TMP/osc-leave" && OSC_LEAVE=$OPENSC_CONF
 unset OPENSC_CONF
@@ -172,6 +175,34 @@ else
 	fail "kubehsm sign --key token as $alice: the 9C key signed"; diag "rc=$rc out=$out err=$err"
 fi
 is "$(at "$CA" "verify ok") $(at "$CA" "sign 9c")" "2 1" "sign --key token: login + context-specific login, one signature"
+if pcsc_has_polkit; then
+	# Out of the rule's group (polkit reads it at each check), the same
+	# command is refused by pcscd, and says so.
+	gpasswd -d "$alice" "khpcsc$$" >/dev/null
+	mark
+	run as_user "$alice" env KUBEHSM_CONFIG="$ETC/9c.conf" "$KUBEHSM" sign --key token "$REQ" </dev/null
+	like "$rc:$(oneline "$err")" "^[1-9][0-9]*:.*pcscd refused this process: its polkit check" \
+		"sign --key token as $alice outside the polkit rule: says pcscd refused her" ||
+		diag "rc=$rc err=$err"
+	is "$(at "$CA" verify)" 0 "... and no PIN reached her card"
+	gpasswd -a "$alice" "khpcsc$$" >/dev/null
+fi
+
+# --- pcscd's polkit check: a user it refuses is told so ---------------------------
+if pcsc_has_polkit; then
+	run as_user "$carol" "$KUBEHSM" token --config "$ETC/uid.conf"
+	like "$rc:$(oneline "$err")" \
+		"^1:.*cannot list slots.*pcscd refused this process: its polkit check \(action org\.debian\.pcsc-lite\.access_pcsc\) said no.*pam_kubehsm\(8\)" \
+		"kubehsm token as $carol, outside the polkit rule: says pcscd refused her, and where the rule is" ||
+		diag "rc=$rc err=$err"
+	diag "$carol is told: $(grep -m1 'pcscd refused' <<<"$err")"
+	grep -q 'Rejected unauthorized PC/SC client' "$PCSC_DIR/pcscd.log"
+	ok $? "... and pcscd did refuse her (its log)"
+	run as_user "$alice" "$KUBEHSM" token --config "$ETC/uid.conf"
+	like "$rc:$(oneline "$out")" "^0:.*token +'Alice Smith'" "kubehsm token as $alice, inside the rule: her card"
+else
+	diag "pcscd $(pcscd --version 2>&1 | sed -n '1s/.*version \(.*\)\.$/\1/p') asks no polkit: no refusal to test"
+fi
 
 # --- pkcs11.env is read at C_Initialize, and that is enough -------------------
 # bob's card is taken out; the probe loads OpenSC with PCSCLITE_CSOCK_NAME

@@ -8,8 +8,11 @@
 # What ykcs11 needs of a card (measured with the emulator, see
 # tests/harness/pcsc.sh): a reader whose name starts with "Yubico" (it lists
 # no slot otherwise), the PIV application selectable by its 5-byte RID,
-# data answered to case-3 APDUs, an empty VERIFY answering the tries — and
-# nothing YubiKey-specific.
+# data answered to case-3 APDUs, an empty VERIFY answering the tries — and,
+# from ykcs11 2.7 (Debian 13) on, YubiKey's GET VERSION (INS FD): libykpiv
+# 2.7 fails the connect when it fails, so a plain PIV card is "no token"
+# (2.2.0, Debian 12, ignored it).  The plain card answers it there
+# (piv_card.py --get-version), once the refusal itself is measured.
 set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
@@ -19,7 +22,8 @@ set -u
 . "$KH_SRCDIR/tests/integration/tokens/tokens_common.sh"
 
 need_root
-need_cmd pamtester pcscd opensc-tool openssl keyctl jq setpriv unshare nsenter ip softhsm2-util
+need_cmd pamtester pcscd opensc-tool openssl keyctl jq setpriv unshare nsenter ip softhsm2-util \
+	pkcs11-tool
 YKCS11=/usr/lib/x86_64-linux-gnu/libykcs11.so
 [ -r "$YKCS11" ] || skip_all "needs ykcs11 (apt-get install ykcs11)"
 [ -r "$PCSC_VPCD_DRIVER" ] || skip_all "needs vsmartcard-vpcd"
@@ -55,6 +59,22 @@ for p in uid 9c yk5; do tokens_service "$SVC-$p" "$ETC/$p.conf"; done
 mark() { ma=$(piv_events_mark "$CA"); mb=$(piv_events_mark "$CB"); }
 at() { if [ "$1" = "$CA" ]; then piv_count "$CA" "$2" "$ma"; else piv_count "$CB" "$2" "$mb"; fi; }
 NOENV=(env -u PCSCLITE_CSOCK_NAME)
+
+# ykcs11's own version (C_GetInfo: 2.20 is 2.2.0, 2.71 is 2.7.1).
+YK_LIBVER=$(pkcs11-tool --module "$YKCS11" -I 2>/dev/null |
+	sed -n 's/^Library .*(ver \([0-9]*\)\.\([0-9]*\))$/\1 \2/p')
+read -r yk_major yk_minor <<<"$YK_LIBVER"
+[ -n "${yk_minor:-}" ] || { echo "Bail out! cannot read ykcs11's version"; exit 1; }
+diag "ykcs11 $yk_major.$yk_minor (C_GetInfo libraryVersion)"
+if [ "$yk_major" -gt 2 ] || { [ "$yk_major" = 2 ] && [ "$yk_minor" -ge 70 ]; }; then
+	mark
+	run "${NOENV[@]}" "$KUBEHSM" token --config "$ETC/uid.conf" --user "$alice"
+	like "$(oneline "$out")" "slot [0-9]+ 'Yubico Virtual PIV 00 00' \| +no token \|" \
+		"ykcs11 >= 2.7: a plain PIV card that does not answer GET VERSION is no token"
+	is "$(at "$CA" "unsupported 00 FD")" 1 "... after exactly one GET VERSION (INS FD), answered 6D00"
+	piv_card_stop "$CA" && piv_card_start "$KH_TMP/pcsc" 0 "$CA" --get-version ||
+		{ echo "Bail out! alice's card with GET VERSION"; exit 1; }
+fi
 
 mark
 run "${NOENV[@]}" "$KUBEHSM" token --config "$ETC/uid.conf" --user "$alice"

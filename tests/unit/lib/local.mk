@@ -4,7 +4,7 @@ lib_unit_tests = tests/unit/lib/test_exec_proto tests/unit/lib/test_signer_proto
 	tests/unit/lib/test_x509 tests/unit/lib/test_relay_proto \
 	tests/unit/lib/test_duration tests/unit/lib/test_template tests/unit/lib/test_words \
 	tests/unit/lib/test_p11_uri tests/unit/lib/test_env tests/unit/lib/test_p11_ui \
-	tests/unit/lib/test_token tests/unit/lib/test_opensc_conf
+	tests/unit/lib/test_token tests/unit/lib/test_opensc_conf tests/unit/lib/test_pcsc
 check_PROGRAMS += $(lib_unit_tests)
 TESTS += $(lib_unit_tests)
 
@@ -103,3 +103,9 @@ tests_unit_lib_test_token_LDADD = $(unit_ldadd) $(CRYPTO_LIBS) $(LIBP11_LIBS)
 tests_unit_lib_test_opensc_conf_SOURCES = tests/unit/lib/test_opensc_conf.c
 tests_unit_lib_test_opensc_conf_CFLAGS = $(unit_cflags)
 tests_unit_lib_test_opensc_conf_LDADD = $(unit_ldadd)
+
+# What a process refused by pcscd is told (lib/kh_pcsc), through the real
+# libpcsclite against a socket that closes at once.
+tests_unit_lib_test_pcsc_SOURCES = tests/unit/lib/test_pcsc.c
+tests_unit_lib_test_pcsc_CFLAGS = $(unit_cflags)
+tests_unit_lib_test_pcsc_LDADD = $(unit_ldadd)
