@@ -59,6 +59,13 @@ runu() {
 # no npm is a failure here, never a skip.
 NODE_SRC=$KH_SRCDIR/tests/integration/clients/clients-node
 NODE_DIR=$KH_BUILDDIR/tests/integration/clients/clients-npm
+# npm trusts its own list of CAs unless told otherwise (the host's npmrc
+# names its cafile; a root made by debootstrap has no such npmrc): give it
+# the system bundle when there is one, the file that carries what the
+# machine's network needs trusted.
+NODE_CA=/etc/ssl/certs/ca-certificates.crt
+NODE_CA_ARGS=()
+[ -s "$NODE_CA" ] && NODE_CA_ARGS=(--cafile "$NODE_CA")
 node_install() {
 	local want
 	mkdir -p "$NODE_DIR" && chmod 0755 "$NODE_DIR" || return 1
@@ -69,7 +76,7 @@ node_install() {
 		return 0
 	fi
 	command -v npm >/dev/null || { echo "npm not found: run scripts/install-deps.sh"; return 1; }
-	(cd "$NODE_DIR" && timeout 600 npm ci --no-audit --no-fund --ignore-scripts \
+	(cd "$NODE_DIR" && timeout 600 npm ci "${NODE_CA_ARGS[@]}" --no-audit --no-fund --ignore-scripts \
 		--loglevel=error </dev/null) || return 1
 	chmod -R a+rX "$NODE_DIR/node_modules" && echo "$want" >"$NODE_DIR/node_modules/.kh-installed"
 	NODE_HOW="npm ci"
