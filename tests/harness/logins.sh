@@ -27,8 +27,8 @@
 #                             directory (/run/kubehsm-p11shim), where the shim
 #                             finds its settings and its "logins" count when
 #                             the environment is empty
-#   sshd_start                a real sshd (program name kh-sshd-$$, so its PAM
-#                             service is /etc/pam.d/kh-sshd-$$) on three
+#   sshd_start                a real sshd whose PAM service is /etc/pam.d/kh-sshd-$$
+#                             (named as its OpenSSH wants: sshd_pam_service_option) on three
 #                             loopback ports: SSHD_PORT_KBD keyboard-interactive,
 #                             SSHD_PORT_PASSWORD password auth only,
 #                             SSHD_PORT_PUBKBD publickey,keyboard-interactive.
@@ -273,14 +273,31 @@ logins_syslog_end() {
 	exec {_logins_syslog_fd}>&-
 }
 
+# How this OpenSSH chooses its PAM service, decided from `sshd -V` (here
+# only): up to 9.7 it is the program name (argv[0]), so sshd started through
+# a symlink kh-sshd-N uses /etc/pam.d/kh-sshd-N; from 9.8 on (Debian 13 has
+# 10.0) it is "sshd" unless sshd_config says PAMServiceName, an option 9.7
+# and older reject.  Status 0: this sshd wants PAMServiceName.
+sshd_pam_service_option() {
+	local v major minor
+	v=$(/usr/sbin/sshd -V 2>&1 </dev/null)
+	[[ $v =~ ^OpenSSH_([0-9]+)\.([0-9]+) ]] ||
+		_logins_bail "cannot read the OpenSSH version from 'sshd -V': $v"
+	major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
+	[ "$major" -gt 9 ] || { [ "$major" -eq 9 ] && [ "$minor" -ge 8 ]; }
+}
+
 sshd_start() {
-	local d=$LOGINS_DIR/sshd try i cfg p
+	local d=$LOGINS_DIR/sshd try i cfg p pamsvc=
 	mkdir -p -m 0755 /run/sshd
 	mkdir -p "$d" && chmod 0755 "$d"
 	[ -f "$d/host_ed25519" ] ||
 		ssh-keygen -q -t ed25519 -N '' -C kh-test-host -f "$d/host_ed25519" ||
 		_logins_bail "ssh-keygen"
+	# The program is named after the service on every release: that names
+	# the service up to OpenSSH 9.7, and the test's sshd in ps on all.
 	ln -sf /usr/sbin/sshd "$d/$SSHD_SERVICE"
+	sshd_pam_service_option && pamsvc="PAMServiceName $SSHD_SERVICE"
 	SSHD_LOG=$d/sshd.log
 	for try in 1 2 3; do
 		SSHD_PORT_KBD=$(_logins_free_port)
@@ -294,6 +311,7 @@ ListenAddress 127.0.0.1:$SSHD_PORT_PUBKBD
 HostKey $d/host_ed25519
 PidFile $d/sshd.pid
 UsePAM yes
+$pamsvc
 PermitRootLogin no
 AuthorizedKeysFile .ssh/authorized_keys
 PrintMotd no

@@ -59,6 +59,13 @@ runu() {
 # no npm is a failure here, never a skip.
 NODE_SRC=$KH_SRCDIR/tests/integration/clients/clients-node
 NODE_DIR=$KH_BUILDDIR/tests/integration/clients/clients-npm
+# npm trusts its own list of CAs unless told otherwise (the host's npmrc
+# names its cafile; a root made by debootstrap has no such npmrc): give it
+# the system bundle when there is one, the file that carries what the
+# machine's network needs trusted.
+NODE_CA=/etc/ssl/certs/ca-certificates.crt
+NODE_CA_ARGS=()
+[ -s "$NODE_CA" ] && NODE_CA_ARGS=(--cafile "$NODE_CA")
 node_install() {
 	local want
 	mkdir -p "$NODE_DIR" && chmod 0755 "$NODE_DIR" || return 1
@@ -69,7 +76,7 @@ node_install() {
 		return 0
 	fi
 	command -v npm >/dev/null || { echo "npm not found: run scripts/install-deps.sh"; return 1; }
-	(cd "$NODE_DIR" && timeout 600 npm ci --no-audit --no-fund --ignore-scripts \
+	(cd "$NODE_DIR" && timeout 600 npm ci "${NODE_CA_ARGS[@]}" --no-audit --no-fund --ignore-scripts \
 		--loglevel=error </dev/null) || return 1
 	chmod -R a+rX "$NODE_DIR/node_modules" && echo "$want" >"$NODE_DIR/node_modules/.kh-installed"
 	NODE_HOW="npm ci"
@@ -102,9 +109,18 @@ pam_service_file "/etc/pam.d/$SVC" --keyinit "config=$CONF"
 BUNDLE=$KH_TMP/client-ca-bundle.pem
 run "$KUBEHSM" config ca-bundle --root "$PKI_DIR/issuerca.pem" "$CONF"
 printf '%s\n' "$out" >"$BUNDLE"
-subjects=$(openssl crl2pkcs7 -nocrl -certfile "$BUNDLE" 2>/dev/null | openssl pkcs7 -print_certs -noout 2>/dev/null |
-	sed -n 's/^subject=//p' | paste -sd'|')
-is "$rc:$subjects" "0:CN = kubehsm issuer $HOST|CN = kh clients issuer root CA" \
+# The certificates' subjects in order, parsed (RFC 4514): the openssl CLI's
+# layout of a name differs between OpenSSL 3.0 and 3.5.  One PEM block at a
+# time: Debian 12's python3-cryptography (38) cannot load a bundle at once.
+subjects=$($PY - "$BUNDLE" <<'PY'
+import re, sys
+from cryptography import x509
+with open(sys.argv[1], "rb") as f:
+    pems = re.findall(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", f.read(), re.S)
+print("|".join(x509.load_pem_x509_certificate(p).subject.rfc4514_string() for p in pems))
+PY
+)
+is "$rc:$subjects" "0:CN=kubehsm issuer $HOST|CN=kh clients issuer root CA" \
 	"config ca-bundle prints the issuer certificate, then its root" || diag "$err"
 kubeapi_start "$BUNDLE" bundle || { echo "Bail out! nginx did not start"; exit 1; }
 EP=$KUBEAPI_URL EP_CA=$KUBEAPI_CA EP_DIR=$KUBEAPI_DIR

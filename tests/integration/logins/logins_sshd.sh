@@ -38,6 +38,12 @@ LOGIN_PIN=$PIN login_open a1 "${SSH_ARGV[@]}"
 ok $? "sshd keyboard-interactive: $alice logs in with the token PIN" || diag "$(login_transcript a1)"
 opened a1 "sshd keyboard-interactive" "$c0"
 is "$(logins "$alice")" 1 "sshd keyboard-interactive: the record counts one login"
+# The module's own line from sshd's auth child, through tests/probes/logcap
+# preloaded into sshd: PAM ran the test's service (PAMServiceName or the
+# program name, tests/harness/logins.sh), and the preload survived sshd's
+# exec of its per-connection program (sshd-session from OpenSSH 9.8 on).
+grep -qF "pam_kubehsm($SSHD_SERVICE:auth): user '$alice': authenticated with token" "$KH_MODLOG"
+ok $? "sshd keyboard-interactive: the module logged from the auth child, under PAM service $SSHD_SERVICE"
 
 # A tmux server started in this login outlives it.
 TMUXD=$LOGINS_DIR/tmux
