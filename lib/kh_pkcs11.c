@@ -40,6 +40,7 @@ struct kh_p11 {
 	bool loaded;
 	void *dl;               /* our own handle on the module: its function list */
 	CK_FUNCTION_LIST_PTR fl;
+	bool fl_initialized;    /* fl is an instance of its own, initialised by us */
 	UI_METHOD *ui;          /* answers context-specific logins with `pin` */
 	struct kh_env env;      /* pkcs11.env (a copy), set when the module connects */
 	char *pin;              /* the PIN the token accepted; wiped at logout */
@@ -191,6 +192,35 @@ kh_p11_load(struct kh_p11 *p, kh_error *err)
 	return 0;
 }
 
+/*
+ * Our function list is libp11's module — except where a module makes a new
+ * instance at every C_GetFunctionList: p11-kit's client does, each with a
+ * connection of its own to the p11-kit server (a forwarded token, `kubehsm
+ * login`).  Such an instance answers CKR_CRYPTOKI_NOT_INITIALIZED and gets
+ * a C_Initialize of its own (and a C_Finalize at close); one module shared
+ * with libp11 answers C_GetInfo at once and is not initialised twice.
+ */
+static int
+kh_p11_init_own(struct kh_p11 *p, kh_error *err)
+{
+	CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
+	struct kh_env_saved saved;
+	CK_INFO info;
+	CK_RV rv;
+
+	if (p->fl->C_GetInfo(&info) != CKR_CRYPTOKI_NOT_INITIALIZED)
+		return 0;
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
+	rv = p->fl->C_Initialize(&args);
+	kh_env_restore(&saved);
+	if (rv != CKR_OK)
+		return kh_fail(err, KH_ERR_TOKEN, "cannot initialise PKCS#11 module %s (CKR 0x%lx)",
+			       p->path, (unsigned long)rv);
+	p->fl_initialized = true;
+	return 0;
+}
+
 struct kh_p11 *
 kh_p11_open(const char *path, const struct kh_env *env, kh_error *err)
 {
@@ -219,7 +249,7 @@ kh_p11_open(const char *path, const struct kh_env *env, kh_error *err)
 		goto fail;
 	}
 	if (kh_p11_copy_env(p, env, err) != 0 || kh_p11_dlopen(p, err) != 0 ||
-	    kh_p11_load(p, err) != 0)
+	    kh_p11_load(p, err) != 0 || kh_p11_init_own(p, err) != 0)
 		goto fail;
 	return p;
 fail:
@@ -274,6 +304,8 @@ kh_p11_close(struct kh_p11 *p)
 	(void)kh_p11_logout(p);
 	kh_p11_release_slots(p);
 	kh_p11_raw_methods_free(p->methods);
+	if (p->fl_initialized)
+		(void)p->fl->C_Finalize(NULL);
 	if (p->loaded)
 		PKCS11_CTX_unload(p->ctx);
 	if (p->ctx != NULL)
@@ -553,7 +585,7 @@ kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 	t->certs_read = true;
 	/* libp11 0.4.13 waits for ever when a session cannot be opened on a
 	 * token that went away since the slots were listed: ask first. */
-	if (kh_p11_raw_token_present(p->fl, t->slot_id, err) != 1) {
+	if (kh_p11_raw_token_present(p->fl, t->slot_id, NULL) == 0) {
 		t->certs_error = strdup("the token was removed");
 		return t->certs_error != NULL ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
