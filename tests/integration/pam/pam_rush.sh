@@ -7,8 +7,9 @@
 # logins at once — the host's issuer lock (KH_RUNDIR/lock/issuer) gives
 # each its turn.  Each record must hold a certificate for its own user.
 #
-# Both token stores are on tmpfs (/dev/shm): SoftHSM2 writes every object
-# synchronously, and forty tokens on this machine's disk take a minute.
+# The users' token stores are on tmpfs (/dev/shm): SoftHSM2 writes every
+# object synchronously, and forty tokens on this machine's disk take a
+# minute.  Without the lock, 25 of 40 logins failed here at the issuer.
 set -u
 . "$KH_SRCDIR/tests/harness/tap.sh"
 . "$KH_SRCDIR/tests/harness/users.sh"
@@ -28,18 +29,28 @@ STORE=$(mktemp -d /dev/shm/kh-rush.XXXXXX) || { echo "Bail out! mktemp"; exit 1;
 on_exit "rm -rf '$STORE'"
 chmod 0755 "$STORE"
 
-# The users' store (SOFTHSM2_CONF, what the users' module reads) ...
 pki_init "$STORE/pki" && pki_ca users "kh rush users CA" && pki_ca issuerca "kh rush issuer CA" ||
 	{ echo "Bail out! CAs"; exit 1; }
-USERS_CONF=$SOFTHSM2_CONF
-# ... and the issuer's, a store of its own, named in issuer.env.
-ISSUER_CONF=$STORE/issuer-softhsm2.conf
-mkdir -p "$STORE/issuer-tokens"
+# The issuer's token: a store of its own, named in issuer.env.
+# On disk, as an issuer's store is: SoftHSM2's writes and locks there are
+# what forty logins at once collide on.
+ISSUER_CONF=$KH_TMP/issuer-softhsm2.conf
+mkdir -p -m 0755 "$KH_TMP/issuer-tokens"
 printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
-	"$STORE/issuer-tokens" >"$ISSUER_CONF"
+	"$KH_TMP/issuer-tokens" >"$ISSUER_CONF"
 SOFTHSM2_CONF=$ISSUER_CONF pki_issuer_token "$HOST" "$ISSUER_PIN" issuerca &&
 	chmod 0600 "$PKI_DIR/issuer.pin" || { echo "Bail out! issuer token"; exit 1; }
-export SOFTHSM2_CONF=$USERS_CONF
+
+# Each user's token: a store of its own too (SOFTHSM2_CONF in that user's
+# login), as each user's card is: forty tokens in one SoftHSM2 store fail
+# each other's slot listing ("Could not get the token flags"), which is
+# SoftHSM's doing, not the issuer's.
+user_store() {
+	mkdir -p -m 0755 "$STORE/$1"
+	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+		"$STORE/$1" >"$STORE/$1.conf"
+	echo "$STORE/$1.conf"
+}
 
 USERS=()
 # letters i: a name make_user can tell apart (it keeps letters only).
@@ -48,12 +59,13 @@ for i in $(seq 0 $((N - 1))); do
 	v=r$(printf '%b' "$(letters "$i")")
 	make_user "$v"
 	u=${!v}
-	{ pki_user_cert "$u" users --cn "$u" --o dev && pki_token_init "$u" "$PIN" &&
-		pki_token_import "$u" "$PIN" "$u" kube 01; } ||
+	uc=$(user_store "$u")
+	{ pki_user_cert "$u" users --cn "$u" --o dev && SOFTHSM2_CONF=$uc pki_token_init "$u" "$PIN" &&
+		SOFTHSM2_CONF=$uc pki_token_import "$u" "$PIN" "$u" kube 01; } ||
 		{ echo "Bail out! token of $u"; exit 1; }
 	USERS+=("$u")
 done
-pass "$N users, each with a token of their own; the issuer's token in a store of its own"
+pass "$N users, each with a token (and store) of their own; the issuer's token in a store of its own"
 
 CONF=$KH_TMP/etc/kubehsm.conf
 pki_policy "$CONF" "$HOST" "issuer_env=SOFTHSM2_CONF = \"$ISSUER_CONF\";" ||
@@ -70,7 +82,8 @@ start=$(date +%s%N)
 for u in "${USERS[@]}"; do
 	(
 		while [ ! -e "$GO" ]; do sleep 0.01; done
-		env "${PT_ENV[@]}" timeout 120 pamtester "$SVC" "$u" authenticate open_session \
+		env "${PT_ENV[@]}" SOFTHSM2_CONF="$STORE/$u.conf" \
+			timeout 120 pamtester "$SVC" "$u" authenticate open_session \
 			<<<"$PIN" >"$OUT/$u.out" 2>&1
 		echo $? >"$OUT/$u.rc"
 	) &
