@@ -1,15 +1,24 @@
 /*
- * kh_p11_raw — PKCS#11 calls libp11 0.4.12 does not offer, made on the very
- * module libp11 has loaded and initialised (its function list, a session of
- * our own), for what libp11 does not expose: a private key's
- * CKA_ALWAYS_AUTHENTICATE, and finding an object by CKA_ID without reading
- * every object of the token.
+ * kh_p11_raw — the PKCS#11 calls kubehsm makes itself, on the very module
+ * libp11 has loaded and initialised (its function list, sessions of our
+ * own).
  *
- * Internal to lib/ (kh_pkcs11.c): it needs the PKCS#11 types
- * (<p11-kit/pkcs11.h>), which no caller above lib/ should see.
+ * libp11 loads the module, lists slots and reads certificates before
+ * login.  From C_Login on, everything is here: libp11 0.4.12 cannot find
+ * one object by a template (it lists every key of the token and reads
+ * several attributes of each: the lookup grew with the HSM partition,
+ * issue #30), and libp11 0.4.13 waits for ever in its session pool once
+ * C_OpenSession answers CKR_DEVICE_REMOVED (issue #29, fixed in 0.4.14) —
+ * which it does for a token pulled after login.  So: C_Login and C_Logout,
+ * C_FindObjects for exactly the object a caller names, the attributes a
+ * key needs, and C_Sign.  Every call returns; none waits on the module.
+ *
+ * Internal to lib/ (kh_pkcs11.c, kh_p11_raw_key.c): it needs the PKCS#11
+ * types (<p11-kit/pkcs11.h>), which no caller above lib/ should see.
  *
  * Return convention: int functions return 0 on success and -1 on failure
- * with err set.
+ * with err set; a token that went away is KH_ERR_NOTFOUND, with a message
+ * naming the call (callers that know the token's label say so instead).
  */
 #ifndef KH_P11_RAW_H
 #define KH_P11_RAW_H
@@ -21,29 +30,72 @@
 
 #include "lib/kh_error.h"
 
-/* A read-only session of our own on one slot. */
+/* A session of our own on one slot. */
 struct kh_p11_raw {
 	CK_FUNCTION_LIST_PTR fl;
+	CK_SLOT_ID slot;
 	CK_SESSION_HANDLE session;
 	bool open;
 };
 
-/* Open a session on slot_id of the (already initialised) module fl. */
+/* Did the module say the token went away? */
+bool kh_p11_raw_gone(CK_RV rv);
+
+/* Open a (read-only, serial) session on slot_id of the initialised module fl. */
 int kh_p11_raw_open(CK_FUNCTION_LIST_PTR fl, CK_SLOT_ID slot_id, struct kh_p11_raw *r,
 		    kh_error *err);
 
 /* Close it; a closed or never-opened r is fine. */
 void kh_p11_raw_close(struct kh_p11_raw *r);
 
-/* Objects of class cls whose CKA_ID is id (id NULL: any id): up to max
- * handles in objs, their number (up to max) in *n. */
-int kh_p11_raw_find(struct kh_p11_raw *r, CK_OBJECT_CLASS cls, const unsigned char *id,
-		    size_t id_len, CK_OBJECT_HANDLE *objs, size_t max, size_t *n,
-		    kh_error *err);
+/* Is a token present in slot_id (C_GetSlotInfo)?  1 yes, 0 no (or the
+ * slot is gone), -1 with err when the module cannot say. */
+int kh_p11_raw_token_present(CK_FUNCTION_LIST_PTR fl, CK_SLOT_ID slot_id, kh_error *err);
+
+/* C_Login as the user (CKR_USER_ALREADY_LOGGED_IN is success).  The CK_RV. */
+CK_RV kh_p11_raw_login(struct kh_p11_raw *r, const char *pin);
+
+/* C_Logout.  The CK_RV (CKR_USER_NOT_LOGGED_IN is success). */
+CK_RV kh_p11_raw_logout(struct kh_p11_raw *r);
+
+/* What names one object: its class, and CKA_LABEL and/or CKA_ID (NULL:
+ * don't match on it). */
+struct kh_p11_raw_match {
+	CK_OBJECT_CLASS cls;
+	const char *label;
+	const unsigned char *id;
+	size_t id_len;
+};
+
+/* The objects m names, by one C_FindObjectsInit/C_FindObjects/
+ * C_FindObjectsFinal: up to max handles in objs, their number in *n. */
+int kh_p11_raw_find(struct kh_p11_raw *r, const struct kh_p11_raw_match *m,
+		    CK_OBJECT_HANDLE *objs, size_t max, size_t *n, kh_error *err);
 
 /* A CK_BBOOL attribute: 1 true, 0 false or absent (what the standard
  * says an absent boolean means), -1 with err when it cannot be read. */
 int kh_p11_raw_bool(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE type,
 		    kh_error *err);
+
+/*
+ * Read the attributes of tmpl (types set, pValue NULL) in two calls, sizes
+ * then values, whatever their number.  Each pValue is then malloc'd (free
+ * with kh_p11_raw_attrs_free) and ulValueLen its length; an attribute the
+ * object does not have keeps pValue NULL and ulValueLen
+ * CK_UNAVAILABLE_INFORMATION.
+ */
+int kh_p11_raw_attrs(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE *tmpl,
+		     size_t n, kh_error *err);
+void kh_p11_raw_attrs_free(CK_ATTRIBUTE *tmpl, size_t n);
+
+/*
+ * One signature: C_SignInit with mechanism mech on key, the
+ * context-specific C_Login with pin when it is not NULL (a key with
+ * CKA_ALWAYS_AUTHENTICATE), C_Sign of in into sig (*sig_len: its size in,
+ * the signature's length out).  The CK_RV of the call that failed.
+ */
+CK_RV kh_p11_raw_sign(struct kh_p11_raw *r, CK_OBJECT_HANDLE key, CK_MECHANISM_TYPE mech,
+		      const char *pin, const unsigned char *in, size_t in_len,
+		      unsigned char *sig, size_t *sig_len);
 
 #endif

@@ -21,6 +21,7 @@
 #include "lib/kh_dl.h"
 #include "lib/kh_mem.h"
 #include "lib/kh_p11_raw.h"
+#include "lib/kh_p11_raw_key.h"
 #include "lib/kh_p11_ui.h"
 #include "lib/kh_pcsc.h"
 #include "lib/kh_pkcs11.h"
@@ -40,6 +41,7 @@ struct kh_p11 {
 	bool loaded;
 	void *dl;               /* our own handle on the module: its function list */
 	CK_FUNCTION_LIST_PTR fl;
+	bool fl_initialized;    /* fl is an instance of its own, initialised by us */
 	UI_METHOD *ui;          /* answers context-specific logins with `pin` */
 	struct kh_env env;      /* pkcs11.env (a copy), set when the module connects */
 	char *pin;              /* the PIN the token accepted; wiped at logout */
@@ -48,6 +50,10 @@ struct kh_p11 {
 	unsigned generation;    /* bumped by every slot listing */
 	PKCS11_SLOT *slot;      /* the selected token's slot, inside slots */
 	bool logged_in;
+	/* From C_Login to logout the token is ours alone (kh_p11_raw.h): the
+	 * session we logged in on, and signs through. */
+	struct kh_p11_raw raw;
+	struct kh_p11_raw_methods *methods;   /* of the keys handed out */
 };
 
 /* The CK_RV behind the last libp11 failure, 0 if it was not a PKCS#11 one. */
@@ -83,6 +89,21 @@ kh_p11_fail_op(kh_error *err, const char *label, const char *what)
 		return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
 	}
 	return kh_fail_ssl(err, KH_ERR_TOKEN, "token '%s': %s", label, what);
+}
+
+/* A failed raw call on token `label`: "removed" when the token went away,
+ * else what failed. */
+static int
+kh_p11_fail_raw(kh_error *err, const char *label, const char *what)
+{
+	char why[KH_ERROR_MAX];
+
+	if (err == NULL)
+		return -1;
+	if (err->code == KH_ERR_NOTFOUND)
+		return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
+	(void)snprintf(why, sizeof(why), "%s", err->msg);
+	return kh_fail(err, KH_ERR_TOKEN, "token '%s': %s: %s", label, what, why);
 }
 
 /*
@@ -172,6 +193,35 @@ kh_p11_load(struct kh_p11 *p, kh_error *err)
 	return 0;
 }
 
+/*
+ * Our function list is libp11's module — except where a module makes a new
+ * instance at every C_GetFunctionList: p11-kit's client does, each with a
+ * connection of its own to the p11-kit server (a forwarded token, `kubehsm
+ * login`).  Such an instance answers CKR_CRYPTOKI_NOT_INITIALIZED and gets
+ * a C_Initialize of its own (and a C_Finalize at close); one module shared
+ * with libp11 answers C_GetInfo at once and is not initialised twice.
+ */
+static int
+kh_p11_init_own(struct kh_p11 *p, kh_error *err)
+{
+	CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
+	struct kh_env_saved saved;
+	CK_INFO info;
+	CK_RV rv;
+
+	if (p->fl->C_GetInfo(&info) != CKR_CRYPTOKI_NOT_INITIALIZED)
+		return 0;
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
+	rv = p->fl->C_Initialize(&args);
+	kh_env_restore(&saved);
+	if (rv != CKR_OK)
+		return kh_fail(err, KH_ERR_TOKEN, "cannot initialise PKCS#11 module %s (CKR 0x%lx)",
+			       p->path, (unsigned long)rv);
+	p->fl_initialized = true;
+	return 0;
+}
+
 struct kh_p11 *
 kh_p11_open(const char *path, const struct kh_env *env, kh_error *err)
 {
@@ -200,7 +250,7 @@ kh_p11_open(const char *path, const struct kh_env *env, kh_error *err)
 		goto fail;
 	}
 	if (kh_p11_copy_env(p, env, err) != 0 || kh_p11_dlopen(p, err) != 0 ||
-	    kh_p11_load(p, err) != 0)
+	    kh_p11_load(p, err) != 0 || kh_p11_init_own(p, err) != 0)
 		goto fail;
 	return p;
 fail:
@@ -213,6 +263,26 @@ kh_p11_forget_pin(struct kh_p11 *p)
 {
 	kh_secure_strfree(p->pin);
 	p->pin = NULL;
+}
+
+/*
+ * Log out of the selected token and close our session.  C_Logout goes on
+ * our own session, never through libp11: libp11 0.4.13's logout asks its
+ * session pool for a session and waits for ever when the token is gone.
+ * A token that went away is logged out of all the same.  0, or -1 when
+ * the module refused the logout.
+ */
+static int
+kh_p11_logout(struct kh_p11 *p)
+{
+	CK_RV rv = CKR_OK;
+
+	if (p->logged_in && p->raw.open)
+		rv = kh_p11_raw_logout(&p->raw);
+	kh_p11_raw_close(&p->raw);
+	p->logged_in = false;
+	kh_p11_forget_pin(p);
+	return rv == CKR_OK || kh_p11_raw_gone(rv) ? 0 : -1;
 }
 
 static void
@@ -232,10 +302,11 @@ kh_p11_close(struct kh_p11 *p)
 		return;
 	/* Logging out first keeps the token from staying unlocked in a
 	 * module that outlives us (proxy modules, p11-kit). */
-	if (p->logged_in && p->slot != NULL)
-		(void)PKCS11_logout(p->slot);
-	kh_p11_forget_pin(p);
+	(void)kh_p11_logout(p);
 	kh_p11_release_slots(p);
+	kh_p11_raw_methods_free(p->methods);
+	if (p->fl_initialized)
+		(void)p->fl->C_Finalize(NULL);
 	if (p->loaded)
 		PKCS11_CTX_unload(p->ctx);
 	if (p->ctx != NULL)
@@ -274,10 +345,7 @@ kh_p11_release_token(struct kh_p11 *p)
 	if (p == NULL)
 		return -1;
 	ERR_clear_error();
-	if (p->logged_in && p->slot != NULL && PKCS11_logout(p->slot) != 0)
-		rc = -1;
-	p->logged_in = false;
-	kh_p11_forget_pin(p);
+	rc = kh_p11_logout(p);
 	/* libp11 closes the slots' sessions as it releases them. */
 	kh_p11_release_slots(p);
 	ERR_clear_error();
@@ -522,6 +590,12 @@ kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 	if (!kh_p11_current(p, t))
 		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
 	t->certs_read = true;
+	/* libp11 0.4.13 waits for ever when a session cannot be opened on a
+	 * token that went away since the slots were listed: ask first. */
+	if (kh_p11_raw_token_present(p->fl, t->slot_id, NULL) == 0) {
+		t->certs_error = strdup("the token was removed");
+		return t->certs_error != NULL ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	}
 	if (kh_p11_copy_certs(p->slots[t->index].token, t) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	return 0;
@@ -708,40 +782,49 @@ kh_p11_cert_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 	return 0;
 }
 
+/*
+ * The one private key m names, by one exact search on our logged-in
+ * session (never a listing of the token's keys: its cost would grow with
+ * what else the token holds, issue #30).  Its public half is pub's when the
+ * caller has the certificate, else read from the token.
+ */
 static int
-kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
+kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m, const EVP_PKEY *pub,
 		    EVP_PKEY **key, kh_error *err)
 {
-	PKCS11_KEY *keys = NULL, *found = NULL;
-	unsigned int i, n = 0, hits = 0;
+	struct kh_p11_raw_match rm = {
+		.cls = CKO_PRIVATE_KEY, .label = m->label, .id = m->id, .id_len = m->id_len,
+	};
+	CK_OBJECT_HANDLE obj[2];
+	EVP_PKEY *read = NULL;
+	const char *label;
+	size_t n = 0;
+	int always_auth;
 
 	*key = NULL;
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
-	if (!p->logged_in)
-		return kh_fail(err, KH_ERR_INTERNAL, "token '%s': not logged in", p->slot->token->label);
-	ERR_clear_error();
-	if (PKCS11_enumerate_keys(p->slot->token, &keys, &n) != 0)
-		return kh_p11_fail_op(err, p->slot->token->label, "cannot list keys");
-	for (i = 0; i < n; i++) {
-		if (keys[i].isPrivate &&
-		    kh_p11_matches(m, keys[i].label, keys[i].id, keys[i].id_len)) {
-			found = &keys[i];
-			hits++;
-		}
-	}
-	if (hits == 0)
-		return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' holds no private key %s",
-			       p->slot->token->label, kh_p11_match_name(m));
-	if (hits > 1)
+	label = p->slot->token->label;
+	if (!p->logged_in || !p->raw.open)
+		return kh_fail(err, KH_ERR_INTERNAL, "token '%s': not logged in", label);
+	/* Two at most: a second one is all "exactly one" needs to know. */
+	if (kh_p11_raw_find(&p->raw, &rm, obj, 2, &n, err) != 0)
+		return kh_p11_fail_raw(err, label, "cannot search for the key");
+	if (n == 0)
+		return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' holds no private key %s", label,
+			       kh_p11_match_name(m));
+	if (n > 1)
 		return kh_fail(err, KH_ERR_REFUSED,
-			       "token '%s' holds %u private keys %s; it must be exactly one",
-			       p->slot->token->label, hits, kh_p11_match_name(m));
-	/* libp11 returns its cached EVP_PKEY with one more reference: ours. */
-	*key = PKCS11_get_private_key(found);
-	if (*key == NULL)
-		return kh_p11_fail_op(err, p->slot->token->label, "the key cannot be used");
-	return 0;
+			       "token '%s' holds more than one private key %s; it must be exactly one",
+			       label, kh_p11_match_name(m));
+	if ((always_auth = kh_p11_raw_bool(&p->raw, obj[0], CKA_ALWAYS_AUTHENTICATE, err)) < 0)
+		return kh_p11_fail_raw(err, label, "cannot read the key");
+	if (pub == NULL && (pub = read = kh_p11_raw_public(&p->raw, obj[0], &rm, err)) == NULL)
+		return kh_p11_fail_raw(err, label, "cannot read the key");
+	*key = kh_p11_raw_key_new(&p->methods, &p->raw, obj[0], pub,
+				  always_auth == 1 ? p->pin : NULL, err);
+	EVP_PKEY_free(read);
+	return *key != NULL ? 0 : -1;
 }
 
 /* Turn the caller's label / hex id into a match; *id_buf is freed by the caller. */
@@ -790,7 +873,7 @@ kh_p11_find_key(struct kh_p11 *p, const char *key_label, const char *key_id,
 	*key = NULL;
 	if (kh_p11_match_init(&m, key_label, key_id, &id, err) != 0)
 		return -1;
-	rc = kh_p11_key_by_match(p, &m, key, err);
+	rc = kh_p11_key_by_match(p, &m, NULL, key, err);
 	free(id);
 	return rc;
 }
@@ -808,7 +891,7 @@ kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 	*key = NULL;
 	if (id == NULL || id_len == 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "no CKA_ID to find the key by");
-	return kh_p11_key_by_match(p, &m, key, err);
+	return kh_p11_key_by_match(p, &m, NULL, key, err);
 }
 
 int
@@ -822,17 +905,25 @@ kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned ch
 	};
 
 	*key = NULL;
-	return kh_p11_key_by_match(p, &m, key, err);
+	return kh_p11_key_by_match(p, &m, NULL, key, err);
 }
 
 int
 kh_p11_find_cert_key(struct kh_p11 *p, const struct kh_p11_cert *cert, const char *key_label,
 		     const char *token_label, EVP_PKEY **key, kh_error *err)
 {
-	if (cert->id_len > 0)
-		return kh_p11_find_key_by_id(p, cert->id, cert->id_len, key_label, key, err);
-	if (key_label[0] != '\0')
-		return kh_p11_find_key(p, key_label, "", key, err);
+	/* The certificate's public key is the key's (the proof of
+	 * possession checks it): nothing more to read from the token. */
+	struct kh_p11_match m = {
+		.label = key_label != NULL && key_label[0] != '\0' ? key_label : NULL,
+		.id = cert->id_len > 0 ? cert->id : NULL,
+		.id_len = cert->id_len,
+	};
+	EVP_PKEY *pub = cert->x509 != NULL ? X509_get0_pubkey(cert->x509) : NULL;
+
+	*key = NULL;
+	if (m.id != NULL || m.label != NULL)
+		return kh_p11_key_by_match(p, &m, pub, key, err);
 	return kh_fail(err, KH_ERR_NOTFOUND, "the certificate on token '%s' has no CKA_ID to "
 		       "find its key by; set token.key_label", token_label);
 }
@@ -841,6 +932,9 @@ int
 kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t, const unsigned char *id,
 		size_t id_len, struct kh_p11_key_info *info, kh_error *err)
 {
+	struct kh_p11_raw_match m = {
+		.cls = CKO_PRIVATE_KEY, .id = id, .id_len = id_len,
+	};
 	CK_OBJECT_HANDLE keys[KH_KEYS_PER_ID];
 	struct kh_p11_raw r;
 	size_t n = 0, i;
@@ -851,7 +945,7 @@ kh_p11_key_info(struct kh_p11 *p, const struct kh_p11_token *t, const unsigned c
 		return kh_fail(err, KH_ERR_INTERNAL, "no token or CKA_ID to look the key up by");
 	if (kh_p11_raw_open(p->fl, t->slot_id, &r, err) != 0)
 		return -1;
-	if (kh_p11_raw_find(&r, CKO_PRIVATE_KEY, id, id_len, keys, KH_KEYS_PER_ID, &n, err) != 0)
+	if (kh_p11_raw_find(&r, &m, keys, KH_KEYS_PER_ID, &n, err) != 0)
 		goto out;
 	info->visible = n > 0;
 	info->count = (unsigned)n;
@@ -866,11 +960,38 @@ out:
 	return rc;
 }
 
+/* What a failed C_Login means to the user. */
+static int
+kh_p11_login_fail(kh_error *err, CK_RV rv, const char *label)
+{
+	switch (rv) {
+	case CKR_PIN_INCORRECT:
+	case CKR_PIN_INVALID:
+	case CKR_PIN_LEN_RANGE:
+		return kh_fail(err, KH_ERR_AUTH, "wrong PIN for token '%s'", label);
+	case CKR_PIN_LOCKED:
+		return kh_fail(err, KH_ERR_LOCKED, "token '%s' is locked (too many wrong PINs)", label);
+	case CKR_PIN_EXPIRED:
+		return kh_fail(err, KH_ERR_AUTH, "the PIN of token '%s' has expired; change it first", label);
+	default:
+		if (kh_p11_raw_gone(rv))
+			return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
+		return kh_fail(err, KH_ERR_TOKEN, "token '%s': login failed (CKR 0x%lx)", label,
+			       (unsigned long)rv);
+	}
+}
+
+/*
+ * C_Login on a session of our own, which then finds and signs: from here
+ * on libp11 is not asked for a session (kh_p11_raw.h), so a token pulled
+ * now ends the login with a clear error instead of a wait in libp11
+ * 0.4.13's session pool.
+ */
 int
 kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 {
 	const char *label;
-	unsigned long ckr;
+	CK_RV rv;
 
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
@@ -887,32 +1008,20 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 		return kh_fail(err, KH_ERR_LOCKED,
 			       "token '%s' is locked (too many wrong PINs); ask an administrator to unlock it",
 			       label);
-	ERR_clear_error();
-	if (PKCS11_login(p->slot, 0, pin) == 0) {
-		p->logged_in = true;
-		/* For context-specific logins only (kh_p11_ui): a PIN the
-		 * token has just accepted. */
-		p->pin = strdup(pin);
-		if (p->pin == NULL)
-			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-		return 0;
+	if (kh_p11_raw_open(p->fl, PKCS11_get_slotid_from_slot(p->slot), &p->raw, err) != 0)
+		return kh_p11_fail_raw(err, label, "cannot open a session");
+	rv = kh_p11_raw_login(&p->raw, pin);
+	if (rv != CKR_OK) {
+		kh_p11_raw_close(&p->raw);
+		return kh_p11_login_fail(err, rv, label);
 	}
-	ckr = kh_p11_last_ckr();
-	ERR_clear_error();
-	switch (ckr) {
-	case CKR_PIN_INCORRECT:
-	case CKR_PIN_INVALID:
-	case CKR_PIN_LEN_RANGE:
-		return kh_fail(err, KH_ERR_AUTH, "wrong PIN for token '%s'", label);
-	case CKR_PIN_LOCKED:
-		return kh_fail(err, KH_ERR_LOCKED, "token '%s' is locked (too many wrong PINs)", label);
-	case CKR_PIN_EXPIRED:
-		return kh_fail(err, KH_ERR_AUTH, "the PIN of token '%s' has expired; change it first", label);
-	default:
-		if (kh_p11_token_gone(ckr))
-			return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", label);
-		return kh_fail(err, KH_ERR_TOKEN, "token '%s': login failed (CKR 0x%lx)", label, ckr);
-	}
+	p->logged_in = true;
+	/* For context-specific logins only (kh_p11_raw_key): a PIN the
+	 * token has just accepted. */
+	p->pin = strdup(pin);
+	if (p->pin == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	return 0;
 }
 
 /*

@@ -1,5 +1,8 @@
 /*
- * kh_pkcs11 — the PKCS#11 tokens kubehsm talks to, through libp11.
+ * kh_pkcs11 — the PKCS#11 tokens kubehsm talks to: libp11 loads the module,
+ * lists slots and reads certificates; from C_Login on, kubehsm's own raw
+ * layer (kh_p11_raw.h) logs in, finds exactly the key a caller names (one
+ * C_FindObjects, whatever else the token holds), signs and logs out.
  *
  * One struct kh_p11 is one loaded module with (at most) one selected token.
  * There is no global state: everything a handle creates is released by
@@ -11,11 +14,11 @@
  * The PIN: kh_p11_login tries it exactly once.  Once the token has
  * accepted it, the handle keeps a copy until logout or close (then wiped),
  * for one purpose only: a key with CKA_ALWAYS_AUTHENTICATE asks for its
- * PIN again before every signature, and libp11 asks the context's UI
- * method for it (lib/kh_p11_ui.h) — which answers with that copy and with
- * nothing else, so no library ever reads a terminal, and the extra login
- * cannot cost a try.  (libp11 itself keeps a copy inside the slot to
- * re-login after fork; it is wiped when the handle is closed.)
+ * PIN again before every signature: the key's signing code
+ * (kh_p11_raw_key.h) sends that copy and nothing else, so no library ever
+ * reads a terminal, and the extra login cannot cost a try.  (The context
+ * still has a UI method that answers with the copy only, lib/kh_p11_ui.h,
+ * so that libp11 never falls back to OpenSSL's terminal UI.)
  *
  * Return convention: int functions return 0 on success and -1 on failure
  * with err set; pointer functions return NULL with err set;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/kh_rundir.h"
@@ -79,6 +80,53 @@ kh_rundir_lock_uid(uid_t uid, kh_error *err)
 			close(fd);
 			return -1;
 		}
+	}
+	return fd;
+}
+
+static long long
+monotonic_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * flock has no timeout: try without blocking, then sleep a little and try
+ * again until the deadline (no signal, no alarm: the PAM host owns
+ * those).  The sleep is short next to an issuer's turn (a module set-up,
+ * C_Login, a lookup and one signature: 5-15 ms on SoftHSM), so a waiter
+ * takes the lock soon after it is free.
+ */
+int
+kh_rundir_lock_issuer(unsigned timeout_ms, kh_error *err)
+{
+	const struct timespec pause = { 0, 2 * 1000 * 1000 };   /* 2 ms */
+	char path[sizeof(KH_RUNDIR) + 96];
+	long long deadline = monotonic_ms() + timeout_ms;
+	int fd;
+
+	if (kh_rundir_file("lock", "issuer", path, sizeof(path), err) != 0)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return kh_fail(err, KH_ERR_INTERNAL, "cannot open %s: %s", path,
+			       strerror(errno));
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			kh_fail(err, KH_ERR_INTERNAL, "cannot lock %s: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (monotonic_ms() >= deadline) {
+			kh_fail(err, KH_ERR_TOKEN, "the issuer is busy: no turn at it (%s) "
+				"within %u ms", path, timeout_ms);
+			close(fd);
+			return -1;
+		}
+		(void)nanosleep(&pause, NULL);
 	}
 	return fd;
 }

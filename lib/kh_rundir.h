@@ -35,4 +35,13 @@ int kh_rundir_file(const char *sub, const char *name, char *buf, size_t size,
 int kh_rundir_lock_uid(uid_t uid, kh_error *err);
 void kh_rundir_unlock(int fd);
 
+/*
+ * Take the host's issuer lock (KH_RUNDIR/lock/issuer), which serialises
+ * every use of an issuer key on the host (pam/kh_pam_session.c), waiting
+ * at most timeout_ms: a holder stuck in its module must not stop every
+ * other login for good.  Returns a descriptor for kh_rundir_unlock, or -1
+ * with err (KH_ERR_TOKEN when the deadline passed).
+ */
+int kh_rundir_lock_issuer(unsigned timeout_ms, kh_error *err);
+
 #endif

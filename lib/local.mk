@@ -46,6 +46,7 @@ lib_libkh_la_SOURCES = \
 	lib/kh_pin_file.c lib/kh_pin_file.h \
 	lib/kh_p11_issuer.c lib/kh_p11_issuer.h \
 	lib/kh_p11_raw.c lib/kh_p11_raw.h \
+	lib/kh_p11_raw_key.c lib/kh_p11_raw_key.h \
 	lib/kh_p11_ui.c lib/kh_p11_ui.h \
 	lib/kh_token.c lib/kh_token.h \
 	lib/kh_x509.c lib/kh_x509.h \

@@ -35,6 +35,7 @@
 #include "lib/kh_p11_issuer.h"
 #include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
+#include "lib/kh_rundir.h"
 #include "pam/kh_pam.h"
 #include "lib/kh_x509.h"
 
@@ -114,6 +115,55 @@ open_issuer(pam_handle_t *pamh, const struct kh_issuer *is, struct kh_p11 **p11,
 	return kh_x509_load_chain(is->cert_file, *key, chain, chain_pem, err);
 }
 
+/*
+ * Every login on the host signs with the same issuer key, often on one
+ * token store (a SoftHSM2 directory, an HSM partition) that does not take
+ * forty logins at once: "cannot list slots", "no token labelled ..." (issue
+ * #30).  So the issuer step — module, C_Login, lookup, the one signature,
+ * logout — takes its turn behind the host's issuer lock.  Nothing of the
+ * user's is held then (auth logged their token out), and the session key
+ * is made before.  A login waits for its turn at most this long; forty
+ * turns take under a second here.
+ */
+#define KH_ISSUER_LOCK_MS 10000
+
+/* A failure another try may not see: the module or token, not the
+ * policy, a PIN or a refusal. */
+static bool
+issuer_transient(const kh_error *err)
+{
+	return err->code == KH_ERR_TOKEN || err->code == KH_ERR_NOTFOUND;
+}
+
+/* open_issuer, once more after a transient failure (said in the log), on
+ * a module of its own. */
+static int
+open_issuer_retry(pam_handle_t *pamh, const struct kh_issuer *is, struct kh_p11 **p11,
+		  EVP_PKEY **key, STACK_OF(X509) **chain, char **chain_pem, kh_error *err)
+{
+	if (open_issuer(pamh, is, p11, key, chain, chain_pem, err) == 0)
+		return 0;
+	if (!issuer_transient(err))
+		return -1;
+	pam_syslog(pamh, LOG_WARNING, "issuer %s: %s; trying once more", issuer_name(is),
+		   err->msg);
+	EVP_PKEY_free(*key);
+	*key = NULL;
+	kh_p11_close(*p11);
+	*p11 = NULL;
+	return open_issuer(pamh, is, p11, key, chain, chain_pem, err);
+}
+
+/* The host's issuer lock; -2 (no lock, nothing to release) for a process
+ * that is not root, which cannot reach the run directory anyway. */
+static int
+issuer_lock(kh_error *err)
+{
+	if (geteuid() != 0)
+		return -2;
+	return kh_rundir_lock_issuer(KH_ISSUER_LOCK_MS, err);
+}
+
 /* Session key, session certificate and the record for one issuer. */
 static int
 mint_record(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_policy *policy,
@@ -126,10 +176,14 @@ mint_record(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_
 	char *chain_pem = NULL, *cert_pem = NULL, *key_pem = NULL;
 	size_t key_len = 0, n;
 	time_t now = time(NULL), issuer_not_after, not_after;
-	int rc = -1;
+	int rc = -1, lock = -2;
 
+	KH_TIMED(opts, KH_STEP_KEYGEN, session_key = kh_x509_keygen(is->key_type, err));
+	if (session_key == NULL)
+		goto out;
 	kh_pam_time_mark(opts);
-	if (open_issuer(pamh, is, &p11, &issuer_key, &chain, &chain_pem, err) != 0 ||
+	if ((lock = issuer_lock(err)) == -1 ||
+	    open_issuer_retry(pamh, is, &p11, &issuer_key, &chain, &chain_pem, err) != 0 ||
 	    kh_x509_not_after(sk_X509_value(chain, 0), &issuer_not_after, err) != 0) {
 		kh_pam_time_add(opts, KH_STEP_ISSUER);
 		goto out;
@@ -137,9 +191,6 @@ mint_record(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_
 	kh_pam_time_add(opts, KH_STEP_ISSUER);
 	not_after = min_time(min_time(now + policy->session.ttl, l->token_not_after),
 			     issuer_not_after);
-	KH_TIMED(opts, KH_STEP_KEYGEN, session_key = kh_x509_keygen(is->key_type, err));
-	if (session_key == NULL)
-		goto out;
 	struct kh_mint_request req = {
 		.issuer_cert = sk_X509_value(chain, 0),
 		.issuer_key = issuer_key,
@@ -182,6 +233,8 @@ out:
 	kh_pam_time_mark(opts);
 	EVP_PKEY_free(issuer_key);      /* before its module goes away */
 	kh_p11_close(p11);
+	if (lock >= 0)
+		kh_rundir_unlock(lock);
 	kh_pam_time_add(opts, KH_STEP_P11_CLOSE);
 	return rc;
 }

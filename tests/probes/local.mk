@@ -13,6 +13,12 @@ tests_probes_token_probe_SOURCES = tests/probes/token_probe.c
 tests_probes_token_probe_CFLAGS = $(unit_cflags) $(LIBP11_CFLAGS)
 tests_probes_token_probe_LDADD = $(kh_all_libs) $(CRYPTO_LIBS) $(LIBP11_LIBS)
 
+# p11_fill: N EC key pairs on a token in one process (p11_calls.sh).
+check_PROGRAMS += tests/probes/p11_fill
+tests_probes_p11_fill_SOURCES = tests/probes/p11_fill.c
+tests_probes_p11_fill_CFLAGS = $(AM_CFLAGS) $(P11KIT_CFLAGS)
+tests_probes_p11_fill_LDADD = -ldl
+
 # polkit_probe: the polkit client (pam/kh_polkit) against a real polkitd.
 check_PROGRAMS += tests/probes/polkit_probe
 tests_probes_polkit_probe_SOURCES = tests/probes/polkit_probe.c

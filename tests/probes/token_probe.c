@@ -10,6 +10,10 @@
  *   token_probe map CERTFILE cn|uid|email|upn [DOMAIN...]
  *     (trust.domains for email/upn: the DOMAINs, else $KH_PROBE_DOMAINS,
  *     comma-separated; the user flow reads $KH_PROBE_DOMAINS too)
+ *   token_probe [-m MODULE] schemes LABEL PIN KEYLABEL
+ *     (the token key signs a digest in every scheme kubehsm sign offers —
+ *     ECDSA, or RSA PKCS#1 v1.5 and PSS — each with SHA-256/384/512, and
+ *     OpenSSL verifies each signature with the certificate's public key)
  *   token_probe [-m MODULE] mint URI PINFILE CERTFILE USER GROUPS TTL KEYTYPE OUTCERT OUTKEY
  *   token_probe [-m MODULE] loop N LABEL PIN KEYLABEL
  *   token_probe uri TOKEN OBJECT KEYID SERIAL
@@ -39,6 +43,8 @@
 #include <time.h>
 
 #include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,6 +55,7 @@
 #include "lib/kh_p11_issuer.h"
 #include "lib/kh_pin_file.h"
 #include "lib/kh_pkcs11.h"
+#include "lib/kh_sign.h"
 #include "lib/kh_token.h"
 #include "lib/kh_words.h"
 #include "lib/kh_x509.h"
@@ -221,6 +228,77 @@ out:
 	kh_p11_token_info_clear(&info);
 	free(name);
 	free(uri);
+	return rc ? die(&err) : 0;
+}
+
+/* OpenSSL's verdict on sig over digest, in the scheme o. */
+static bool
+scheme_verifies(EVP_PKEY *pub, const struct kh_sign_opts *o, const unsigned char *digest,
+		size_t dlen, const unsigned char *sig, size_t slen)
+{
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(pub, NULL);
+	bool ok = ctx != NULL && EVP_PKEY_verify_init(ctx) == 1 &&
+		  EVP_PKEY_CTX_set_signature_md(ctx, kh_go_hash_md(o->hash)) == 1;
+
+	if (ok && o->scheme == KH_SIGN_PSS)
+		ok = EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PSS_PADDING) == 1 &&
+		     EVP_PKEY_CTX_set_rsa_pss_saltlen(ctx, RSA_PSS_SALTLEN_AUTO) == 1;
+	ok = ok && EVP_PKEY_verify(ctx, sig, slen, digest, dlen) == 1;
+	EVP_PKEY_CTX_free(ctx);
+	return ok;
+}
+
+static int
+cmd_schemes(const char *label, const char *pin, const char *key_label)
+{
+	static const int hashes[] = { KH_GO_SHA256, KH_GO_SHA384, KH_GO_SHA512 };
+	static const int salts[] = { KH_PSS_SALT_EQUALS_HASH, KH_PSS_SALT_AUTO, 20 };
+	kh_error err = { 0 };
+	struct kh_p11 *p = kh_p11_open(module, &probe_env, &err);
+	EVP_PKEY *key = NULL;
+	X509 *cert = NULL;
+	unsigned char digest[KH_DIGEST_MAX], *sig = NULL;
+	size_t slen = 0, i, j, good = 0, tried = 0;
+	int rc = 1;
+
+	if (p == NULL || kh_p11_find_token(p, label, NULL, &err) != 0 ||
+	    kh_p11_find_cert(p, key_label, "", &cert, &err) != 0 ||
+	    kh_p11_login(p, pin, &err) != 0 || kh_p11_find_key(p, key_label, "", &key, &err) != 0)
+		goto out;
+	for (i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++) {
+		size_t dlen = kh_go_hash_size(hashes[i]);
+		bool rsa = EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA;
+
+		for (j = 0; j < (rsa ? 4u : 1u); j++) {
+			struct kh_sign_opts o = {
+				.scheme = j == 0 ? KH_SIGN_HASH : KH_SIGN_PSS,
+				.hash = hashes[i],
+				.salt_len = j == 0 ? 0 : salts[j - 1],
+			};
+
+			if (RAND_bytes(digest, (int)dlen) != 1)
+				goto out;
+			tried++;
+			if (kh_sign_digest(key, &o, digest, dlen, &sig, &slen, &err) != 0)
+				goto out;
+			if (scheme_verifies(X509_get0_pubkey(cert), &o, digest, dlen, sig, slen))
+				good++;
+			else
+				printf("not verified: %s %s salt %d\n", j == 0 ? "hash" : "pss",
+				       kh_go_hash_name(hashes[i]), o.salt_len);
+			free(sig);
+			sig = NULL;
+		}
+	}
+	printf("schemes %s %zu of %zu verified\n",
+	       EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA ? "rsa" : "ec", good, tried);
+	rc = good == tried ? 0 : 1;
+	if (rc != 0)
+		kh_fail(&err, KH_ERR_AUTH, "a signature did not verify");
+out:
+	EVP_PKEY_free(key);
+	X509_free(cert);
+	kh_p11_close(p);
 	return rc ? die(&err) : 0;
 }
 
@@ -552,6 +630,8 @@ main(int argc, char **argv)
 			probe_domains[probe_ndomains++] = a[i];
 		return cmd_map(a[0], a[1]);
 	}
+	if (strcmp(argv[1], "schemes") == 0 && n == 3)
+		return cmd_schemes(a[0], a[1], a[2]);
 	if (strcmp(argv[1], "mint") == 0 && n == 9)
 		return cmd_mint(a);
 	if (strcmp(argv[1], "loop") == 0 && n == 4) {

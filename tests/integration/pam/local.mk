@@ -12,3 +12,8 @@ EXTRA_DIST += tests/integration/pam/pam.sh tests/integration/pam/pam_wrapper.sh 
 	tests/integration/pam/pam_common.sh tests/integration/pam/pam_valgrind.sh \
 	tests/integration/pam/pam_secrets.sh tests/integration/pam/pam_keyring.sh \
 	tests/integration/pam/pam_module.sh
+
+# The morning rush (issue #30): forty logins at once, each user's token of
+# their own, the issuer's token in a SoftHSM2 store of its own: none lost.
+TESTS += tests/integration/pam/pam_rush.sh
+EXTRA_DIST += tests/integration/pam/pam_rush.sh

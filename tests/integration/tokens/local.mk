@@ -4,6 +4,11 @@
 TESTS += tests/integration/tokens/softhsm.sh
 EXTRA_DIST += tests/integration/tokens/softhsm.sh tests/harness/pki.sh
 
+# A login's PKCS#11 calls, counted through p11shim, with 400 other key
+# pairs on the token and without (issue #30): equal.
+TESTS += tests/integration/tokens/p11_calls.sh
+EXTRA_DIST += tests/integration/tokens/p11_calls.sh
+
 # Real tokens (issue #22): PIV cards on a private pcscd with vsmartcard's
 # vpcd and an SP 800-73-4 emulator (tests/harness/pcsc.sh, piv_card.py),
 # through OpenSC and Yubico's ykcs11, and a TPM 2.0 (swtpm + tpm2-abrmd +

@@ -270,4 +270,46 @@ like "$rc:$(oneline "$out$err")" "^1:.*PIN locked.*maximum number of retries" \
 	"a blocked card: PAM_MAXTRIES, the user told"
 is "$(prompts "$out$err") $(at "$CB" verify)" "0 0" "a blocked card: no PIN prompt, no VERIFY sent to it"
 
+# --- the card pulled from its reader right after C_Login (issue #29) -------------
+# p11shim in front of OpenSC runs KH_SHIM_AFTER_LOGIN once the card has
+# accepted the PIN: it stops alice's emulator, so her card is gone from
+# the reader before C_Login returns.  libp11 0.4.13 (Debian 13) waited for
+# ever here; kubehsm no longer asks libp11 for anything after C_Login.  The
+# login must end, within 30 s (measured: a few seconds, the time OpenSC
+# takes to see the reader empty), with one line saying the card went away.
+SHIM=$KH_BUILDDIR/tests/probes/p11shim/.libs/libkhp11shim.so
+if [ -f "$SHIM" ]; then
+	kh_trusted SHIM "$SHIM"
+	tokens_policy "$ETC/pulled.conf" module="$SHIM" env="$ENV_RESET"
+	tokens_service "$SVC-pulled" "$ETC/pulled.conf"
+	# Pull alice's card, then wait (at most 5 s) until pcscd has seen
+	# reader 0 empty, as it has when a hand pulls a card.
+	PULL=$KH_TMP/pull.sh
+	cat >"$PULL" <<PULL
+#!/bin/sh
+kill -TERM $(cat "$CA/card.pid")
+i=0
+while [ \$i -lt 50 ]; do
+	PCSCLITE_CSOCK_NAME=$SOCK opensc-tool --list-readers 2>/dev/null | grep -Eq '^0 +No' && exit 0
+	sleep 0.1
+	i=\$((i + 1))
+done
+PULL
+	chmod 0755 "$PULL"
+	: >"$KH_MODLOG"
+	t0=$(date +%s%N)
+	run env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LD_PRELOAD="$KH_PAM_PRELOAD" \
+		KH_LOGCAP_FILE="$KH_MODLOG" KH_SHIM_MODULE="$OPENSC" KH_SHIM_AFTER_LOGIN="$PULL" \
+		setsid -w timeout 30 pamtester "$SVC-pulled" "$alice" authenticate <<<"$PIN"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	like "$rc:$(oneline "$err")" "^[1-9]:.*Authentication service cannot retrieve" \
+		"card pulled after C_Login: the login ends (PAM_AUTHINFO_UNAVAIL), no wait for ever"
+	isnt "$rc" 124 "card pulled after C_Login: ended before the 30 s bound (took $ms ms)"
+	like "$(cat "$KH_MODLOG")" "user '$alice': (token key|proof of possession): (token 'Alice Smith' was removed|the token was removed while signing)" \
+		"card pulled after C_Login: the log says the card was removed"
+	diag "card pulled after C_Login: the login ended in $ms ms"
+else
+	skip "tests/probes/p11shim not built"
+fi
+
 done_testing

@@ -88,6 +88,14 @@ like "$out" "pop ok" "proof of possession: RSA-2048 key"
 like "$out" "key=rsa" "proof of possession: it was the RSA key"
 run "$PROBE" pop carol 2468 kube
 like "$out" "pop ok" "proof of possession: key generated on the token"
+# The token key's signatures (lib/kh_p11_raw_key: CKM_ECDSA; CKM_RSA_PKCS,
+# and CKM_RSA_X_509 under OpenSSL's PSS padding) in every scheme kubehsm
+# sign offers, each verified by OpenSSL with the certificate.
+run "$PROBE" schemes alice 1234 kube
+like "$out" "schemes ec 3 of 3 verified" "token EC key: ECDSA with SHA-256/384/512, each verified by OpenSSL"
+run "$PROBE" schemes bob 5678 kube
+like "$out" "schemes rsa 12 of 12 verified" \
+	"token RSA key: PKCS#1 v1.5 and PSS (3 salt rules) with SHA-256/384/512, each verified by OpenSSL"
 run "$PROBE" pop mixed 1111 kube
 like "$err" "auth: proof of possession failed" "proof of possession: certificate over another key fails"
 run "$PROBE" pop alice 1234 nokey
@@ -219,8 +227,14 @@ if [ -r "$SHIM" ]; then
 	is "$(logins)" 0 "a locked token is not tried: no C_Login at all"
 	rm -f "$KH_P11SHIM_DIR/flags"
 	touch "$KH_P11SHIM_DIR/vanish"
-	run "$PROBE" -m "$SHIM" pop alice 1234 kube
-	like "$err" "not-found: token 'alice' was removed" "a token removed after login: not-found, clear message"
+	# libp11 0.4.13 (Debian 13) waited for ever here, in its session pool
+	# (issue #29): nothing after C_Login goes through libp11 now.  Bound:
+	# 30 s; it takes milliseconds.
+	t0=$(date +%s%N)
+	run timeout 30 "$PROBE" -m "$SHIM" pop alice 1234 kube
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	like "$rc:$err" "^1:token_probe: not-found: token 'alice' was removed\$" \
+		"a token removed after login: not-found, one clear line, within 30 s ($ms ms)"
 	rm -f "$KH_P11SHIM_DIR/vanish"
 	unset KH_P11SHIM_DIR
 else

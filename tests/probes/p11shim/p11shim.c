@@ -15,11 +15,18 @@
  *                       C_OpenSession, C_CloseSession, C_CloseAllSessions,
  *                       C_Login and C_Logout, with the slot ("C_Login 1"),
  *                       in call order: what a module's life in one login was
+ *   KH_SHIM_CALLS       file: one line per PKCS#11 call of any kind, its name
+ *                       ("C_FindObjects"): what a login costs a network HSM,
+ *                       counted (tests/integration/tokens/p11_calls.sh)
+ *   KH_SHIM_AFTER_LOGIN shell command run after every successful C_Login,
+ *                       before it returns (pull the emulated card from its
+ *                       reader at exactly that point)
  *   KH_SHIM_SLOT_FLAGS  "removable": CK_SLOT_INFO.flags gains
  *                       CKF_REMOVABLE_DEVICE, as a card reader's slot has
  *   KH_SHIM_VANISH      "login": C_Login answers CKR_DEVICE_REMOVED (token
  *                       pulled mid-login); "after-login": a successful
- *                       C_Login works, then the token is gone (token info
+ *                       C_Login works, then the token is gone (slot info
+ *                       without CKF_TOKEN_PRESENT, token info
  *                       CKR_TOKEN_NOT_PRESENT, session calls CKR_DEVICE_REMOVED);
  *                       "sign": everything works up to the first C_SignInit,
  *                       which finds the token gone (the challenge signature)
@@ -201,6 +208,13 @@ trace(const char *call, bool has_slot, CK_SLOT_ID slot)
 	append_line(getenv("KH_SHIM_TRACE"), line, true);
 }
 
+/* One KH_SHIM_CALLS line. */
+static void
+count_call(const char *call)
+{
+	append_line(getenv("KH_SHIM_CALLS"), call, true);
+}
+
 /* The slot of session s, for the trace. */
 static void
 trace_session(const char *call, CK_SESSION_HANDLE s)
@@ -218,6 +232,7 @@ trace_session(const char *call, CK_SESSION_HANDLE s)
 static CK_RV
 shim_Initialize(CK_VOID_PTR args)
 {
+	count_call("C_Initialize");
 	trace("C_Initialize", false, 0);
 	return real->C_Initialize(args);
 }
@@ -226,16 +241,21 @@ static CK_RV
 shim_GetSlotInfo(CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
 {
 	const char *f = getenv("KH_SHIM_SLOT_FLAGS");
-	CK_RV rv = real->C_GetSlotInfo(slot, info);
+	CK_RV rv;
 
+	count_call("C_GetSlotInfo");
+	rv = real->C_GetSlotInfo(slot, info);
 	if (rv == CKR_OK && info != NULL && f != NULL && strstr(f, "removable") != NULL)
 		info->flags |= CKF_REMOVABLE_DEVICE;
+	if (rv == CKR_OK && info != NULL && vanished)
+		info->flags &= ~(CK_FLAGS)CKF_TOKEN_PRESENT;
 	return rv;
 }
 
 static CK_RV
 shim_Logout(CK_SESSION_HANDLE s)
 {
+	count_call("C_Logout");
 	trace_session("C_Logout", s);
 	return real->C_Logout(s);
 }
@@ -243,6 +263,7 @@ shim_Logout(CK_SESSION_HANDLE s)
 static CK_RV
 shim_CloseSession(CK_SESSION_HANDLE s)
 {
+	count_call("C_CloseSession");
 	trace_session("C_CloseSession", s);
 	return real->C_CloseSession(s);
 }
@@ -250,6 +271,7 @@ shim_CloseSession(CK_SESSION_HANDLE s)
 static CK_RV
 shim_CloseAllSessions(CK_SLOT_ID slot)
 {
+	count_call("C_CloseAllSessions");
 	trace("C_CloseAllSessions", true, slot);
 	return real->C_CloseAllSessions(slot);
 }
@@ -259,6 +281,7 @@ shim_GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
 {
 	CK_RV rv;
 
+	count_call("C_GetTokenInfo");
 	if (vanished)
 		return CKR_TOKEN_NOT_PRESENT;
 	rv = real->C_GetTokenInfo(slot, info);
@@ -272,6 +295,7 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 {
 	CK_RV rv;
 
+	count_call("C_Login");
 	log_login();
 	trace_session("C_Login", s);
 	if (vanished || vanish_is("login"))
@@ -279,6 +303,10 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 	if (type == CKU_USER && (ctl_flags() & CKF_USER_PIN_LOCKED))
 		return CKR_PIN_LOCKED;
 	rv = real->C_Login(s, type, pin, len);
+	if (rv == CKR_OK && getenv("KH_SHIM_AFTER_LOGIN") != NULL &&
+	    system(getenv("KH_SHIM_AFTER_LOGIN")) != 0) {
+		/* the test checks what the command did */
+	}
 	if (rv == CKR_OK && vanish_is("after-login"))
 		vanished = true;
 	return rv;
@@ -288,6 +316,7 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 #define SHIM_GONE(name, params, args)                             \
 	static CK_RV shim_##name params                           \
 	{                                                         \
+		count_call("C_" #name);                                \
 		if (vanished)                                     \
 			return CKR_DEVICE_REMOVED;                \
 		return real->C_##name args;                       \
@@ -296,6 +325,7 @@ shim_Login(CK_SESSION_HANDLE s, CK_USER_TYPE type, CK_UTF8CHAR_PTR pin, CK_ULONG
 static CK_RV
 shim_OpenSession(CK_SLOT_ID a, CK_FLAGS b, CK_VOID_PTR c, CK_NOTIFY d, CK_SESSION_HANDLE_PTR e)
 {
+	count_call("C_OpenSession");
 	trace("C_OpenSession", true, a);
 	if (vanished)
 		return CKR_DEVICE_REMOVED;
@@ -311,6 +341,7 @@ SHIM_GONE(GetAttributeValue, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ATTRIB
 static CK_RV
 shim_SignInit(CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c)
 {
+	count_call("C_SignInit");
 	if (!vanished && vanish_is("sign"))
 		vanished = true;
 	if (vanished)
@@ -325,12 +356,125 @@ shim_Finalize(CK_VOID_PTR reserved)
 {
 	CK_RV rv;
 
+	count_call("C_Finalize");
 	trace("C_Finalize", false, 0);
 	rv = real->C_Finalize(reserved);
 
 	vanished = false;
 	return rv;
 }
+
+/* Every other call: counted, then forwarded. */
+#define SHIM_PASS(name, params, args)                             \
+	static CK_RV shim_##name params                           \
+	{                                                         \
+		count_call("C_" #name);                                \
+		return real->C_##name args;                       \
+	}
+SHIM_PASS(GetInfo, (CK_INFO_PTR info),
+	  (info))
+SHIM_PASS(GetSlotList, (CK_BBOOL token_present, CK_SLOT_ID_PTR slot_list, CK_ULONG_PTR count),
+	  (token_present, slot_list, count))
+SHIM_PASS(WaitForSlotEvent, (CK_FLAGS flags, CK_SLOT_ID_PTR slot, CK_VOID_PTR reserved),
+	  (flags, slot, reserved))
+SHIM_PASS(GetMechanismList, (CK_SLOT_ID slot_id, CK_MECHANISM_TYPE_PTR mechanism_list, CK_ULONG_PTR count),
+	  (slot_id, mechanism_list, count))
+SHIM_PASS(GetMechanismInfo, (CK_SLOT_ID slot_id, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_PTR info),
+	  (slot_id, type, info))
+SHIM_PASS(InitToken, (CK_SLOT_ID slot_id, CK_BYTE_PTR pin, CK_ULONG pin_len, CK_BYTE_PTR label),
+	  (slot_id, pin, pin_len, label))
+SHIM_PASS(InitPIN, (CK_SESSION_HANDLE session, CK_BYTE_PTR pin, CK_ULONG pin_len),
+	  (session, pin, pin_len))
+SHIM_PASS(SetPIN, (CK_SESSION_HANDLE session, CK_BYTE_PTR old_pin, CK_ULONG old_len, CK_BYTE_PTR new_pin, CK_ULONG new_len),
+	  (session, old_pin, old_len, new_pin, new_len))
+SHIM_PASS(GetOperationState, (CK_SESSION_HANDLE session, CK_BYTE_PTR operation_state, CK_ULONG_PTR operation_state_len),
+	  (session, operation_state, operation_state_len))
+SHIM_PASS(SetOperationState, (CK_SESSION_HANDLE session, CK_BYTE_PTR operation_state, CK_ULONG operation_state_len, CK_OBJECT_HANDLE encryption_key, CK_OBJECT_HANDLE authentiation_key),
+	  (session, operation_state, operation_state_len, encryption_key, authentiation_key))
+SHIM_PASS(CreateObject, (CK_SESSION_HANDLE session, CK_ATTRIBUTE_PTR templ, CK_ULONG count, CK_OBJECT_HANDLE_PTR object),
+	  (session, templ, count, object))
+SHIM_PASS(CopyObject, (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PTR templ, CK_ULONG count, CK_OBJECT_HANDLE_PTR new_object),
+	  (session, object, templ, count, new_object))
+SHIM_PASS(DestroyObject, (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE object),
+	  (session, object))
+SHIM_PASS(GetObjectSize, (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE object, CK_ULONG_PTR size),
+	  (session, object, size))
+SHIM_PASS(SetAttributeValue, (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PTR templ, CK_ULONG count),
+	  (session, object, templ, count))
+SHIM_PASS(FindObjectsFinal, (CK_SESSION_HANDLE session),
+	  (session))
+SHIM_PASS(EncryptInit, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key),
+	  (session, mechanism, key))
+SHIM_PASS(Encrypt, (CK_SESSION_HANDLE session, CK_BYTE_PTR data, CK_ULONG data_len, CK_BYTE_PTR encrypted_data, CK_ULONG_PTR encrypted_data_len),
+	  (session, data, data_len, encrypted_data, encrypted_data_len))
+SHIM_PASS(EncryptUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR part, CK_ULONG part_len, CK_BYTE_PTR encrypted_part, CK_ULONG_PTR encrypted_part_len),
+	  (session, part, part_len, encrypted_part, encrypted_part_len))
+SHIM_PASS(EncryptFinal, (CK_SESSION_HANDLE session, CK_BYTE_PTR last_encrypted_part, CK_ULONG_PTR last_encrypted_part_len),
+	  (session, last_encrypted_part, last_encrypted_part_len))
+SHIM_PASS(DecryptInit, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key),
+	  (session, mechanism, key))
+SHIM_PASS(Decrypt, (CK_SESSION_HANDLE session, CK_BYTE_PTR encrypted_data, CK_ULONG encrypted_data_len, CK_BYTE_PTR data, CK_ULONG_PTR data_len),
+	  (session, encrypted_data, encrypted_data_len, data, data_len))
+SHIM_PASS(DecryptUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR encrypted_part, CK_ULONG encrypted_part_len, CK_BYTE_PTR part, CK_ULONG_PTR part_len),
+	  (session, encrypted_part, encrypted_part_len, part, part_len))
+SHIM_PASS(DecryptFinal, (CK_SESSION_HANDLE session, CK_BYTE_PTR last_part, CK_ULONG_PTR last_part_len),
+	  (session, last_part, last_part_len))
+SHIM_PASS(DigestInit, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism),
+	  (session, mechanism))
+SHIM_PASS(Digest, (CK_SESSION_HANDLE session, CK_BYTE_PTR data, CK_ULONG data_len, CK_BYTE_PTR digest, CK_ULONG_PTR digest_len),
+	  (session, data, data_len, digest, digest_len))
+SHIM_PASS(DigestUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR part, CK_ULONG part_len),
+	  (session, part, part_len))
+SHIM_PASS(DigestKey, (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key),
+	  (session, key))
+SHIM_PASS(DigestFinal, (CK_SESSION_HANDLE session, CK_BYTE_PTR digest, CK_ULONG_PTR digest_len),
+	  (session, digest, digest_len))
+SHIM_PASS(SignUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR part, CK_ULONG part_len),
+	  (session, part, part_len))
+SHIM_PASS(SignFinal, (CK_SESSION_HANDLE session, CK_BYTE_PTR signature, CK_ULONG_PTR signature_len),
+	  (session, signature, signature_len))
+SHIM_PASS(SignRecoverInit, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key),
+	  (session, mechanism, key))
+SHIM_PASS(SignRecover, (CK_SESSION_HANDLE session, CK_BYTE_PTR data, CK_ULONG data_len, CK_BYTE_PTR signature, CK_ULONG_PTR signature_len),
+	  (session, data, data_len, signature, signature_len))
+SHIM_PASS(VerifyInit, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key),
+	  (session, mechanism, key))
+SHIM_PASS(Verify, (CK_SESSION_HANDLE session, CK_BYTE_PTR data, CK_ULONG data_len, CK_BYTE_PTR signature, CK_ULONG signature_len),
+	  (session, data, data_len, signature, signature_len))
+SHIM_PASS(VerifyUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR part, CK_ULONG part_len),
+	  (session, part, part_len))
+SHIM_PASS(VerifyFinal, (CK_SESSION_HANDLE session, CK_BYTE_PTR signature, CK_ULONG signature_len),
+	  (session, signature, signature_len))
+SHIM_PASS(VerifyRecoverInit, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key),
+	  (session, mechanism, key))
+SHIM_PASS(VerifyRecover, (CK_SESSION_HANDLE session, CK_BYTE_PTR signature, CK_ULONG signature_len, CK_BYTE_PTR data, CK_ULONG_PTR data_len),
+	  (session, signature, signature_len, data, data_len))
+SHIM_PASS(DigestEncryptUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR part, CK_ULONG part_len, CK_BYTE_PTR encrypted_part, CK_ULONG_PTR encrypted_part_len),
+	  (session, part, part_len, encrypted_part, encrypted_part_len))
+SHIM_PASS(DecryptDigestUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR encrypted_part, CK_ULONG encrypted_part_len, CK_BYTE_PTR part, CK_ULONG_PTR part_len),
+	  (session, encrypted_part, encrypted_part_len, part, part_len))
+SHIM_PASS(SignEncryptUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR part, CK_ULONG part_len, CK_BYTE_PTR encrypted_part, CK_ULONG_PTR encrypted_part_len),
+	  (session, part, part_len, encrypted_part, encrypted_part_len))
+SHIM_PASS(DecryptVerifyUpdate, (CK_SESSION_HANDLE session, CK_BYTE_PTR encrypted_part, CK_ULONG encrypted_part_len, CK_BYTE_PTR part, CK_ULONG_PTR part_len),
+	  (session, encrypted_part, encrypted_part_len, part, part_len))
+SHIM_PASS(GenerateKey, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_ATTRIBUTE_PTR templ, CK_ULONG count, CK_OBJECT_HANDLE_PTR key),
+	  (session, mechanism, templ, count, key))
+SHIM_PASS(GenerateKeyPair, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_ATTRIBUTE_PTR public_key_template, CK_ULONG public_key_attribute_count, CK_ATTRIBUTE_PTR private_key_template, CK_ULONG private_key_attribute_count, CK_OBJECT_HANDLE_PTR public_key, CK_OBJECT_HANDLE_PTR private_key),
+	  (session, mechanism, public_key_template, public_key_attribute_count, private_key_template, private_key_attribute_count, public_key, private_key))
+SHIM_PASS(WrapKey, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE wrapping_key, CK_OBJECT_HANDLE key, CK_BYTE_PTR wrapped_key, CK_ULONG_PTR wrapped_key_len),
+	  (session, mechanism, wrapping_key, key, wrapped_key, wrapped_key_len))
+SHIM_PASS(UnwrapKey, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE unwrapping_key, CK_BYTE_PTR wrapped_key, CK_ULONG wrapped_key_len, CK_ATTRIBUTE_PTR templ, CK_ULONG attribute_count, CK_OBJECT_HANDLE_PTR key),
+	  (session, mechanism, unwrapping_key, wrapped_key, wrapped_key_len, templ, attribute_count, key))
+SHIM_PASS(DeriveKey, (CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE base_key, CK_ATTRIBUTE_PTR templ, CK_ULONG attribute_count, CK_OBJECT_HANDLE_PTR key),
+	  (session, mechanism, base_key, templ, attribute_count, key))
+SHIM_PASS(SeedRandom, (CK_SESSION_HANDLE session, CK_BYTE_PTR seed, CK_ULONG seed_len),
+	  (session, seed, seed_len))
+SHIM_PASS(GenerateRandom, (CK_SESSION_HANDLE session, CK_BYTE_PTR random_data, CK_ULONG random_len),
+	  (session, random_data, random_len))
+SHIM_PASS(GetFunctionStatus, (CK_SESSION_HANDLE session),
+	  (session))
+SHIM_PASS(CancelFunction, (CK_SESSION_HANDLE session),
+	  (session))
 
 static CK_RV
 shim_load(void)
@@ -370,6 +514,58 @@ shim_load(void)
 	shim.C_GetAttributeValue = shim_GetAttributeValue;
 	shim.C_SignInit = shim_SignInit;
 	shim.C_Sign = shim_Sign;
+	shim.C_GetInfo = shim_GetInfo;
+	shim.C_GetSlotList = shim_GetSlotList;
+	shim.C_WaitForSlotEvent = shim_WaitForSlotEvent;
+	shim.C_GetMechanismList = shim_GetMechanismList;
+	shim.C_GetMechanismInfo = shim_GetMechanismInfo;
+	shim.C_InitToken = shim_InitToken;
+	shim.C_InitPIN = shim_InitPIN;
+	shim.C_SetPIN = shim_SetPIN;
+	shim.C_GetOperationState = shim_GetOperationState;
+	shim.C_SetOperationState = shim_SetOperationState;
+	shim.C_CreateObject = shim_CreateObject;
+	shim.C_CopyObject = shim_CopyObject;
+	shim.C_DestroyObject = shim_DestroyObject;
+	shim.C_GetObjectSize = shim_GetObjectSize;
+	shim.C_SetAttributeValue = shim_SetAttributeValue;
+	shim.C_FindObjectsFinal = shim_FindObjectsFinal;
+	shim.C_EncryptInit = shim_EncryptInit;
+	shim.C_Encrypt = shim_Encrypt;
+	shim.C_EncryptUpdate = shim_EncryptUpdate;
+	shim.C_EncryptFinal = shim_EncryptFinal;
+	shim.C_DecryptInit = shim_DecryptInit;
+	shim.C_Decrypt = shim_Decrypt;
+	shim.C_DecryptUpdate = shim_DecryptUpdate;
+	shim.C_DecryptFinal = shim_DecryptFinal;
+	shim.C_DigestInit = shim_DigestInit;
+	shim.C_Digest = shim_Digest;
+	shim.C_DigestUpdate = shim_DigestUpdate;
+	shim.C_DigestKey = shim_DigestKey;
+	shim.C_DigestFinal = shim_DigestFinal;
+	shim.C_SignUpdate = shim_SignUpdate;
+	shim.C_SignFinal = shim_SignFinal;
+	shim.C_SignRecoverInit = shim_SignRecoverInit;
+	shim.C_SignRecover = shim_SignRecover;
+	shim.C_VerifyInit = shim_VerifyInit;
+	shim.C_Verify = shim_Verify;
+	shim.C_VerifyUpdate = shim_VerifyUpdate;
+	shim.C_VerifyFinal = shim_VerifyFinal;
+	shim.C_VerifyRecoverInit = shim_VerifyRecoverInit;
+	shim.C_VerifyRecover = shim_VerifyRecover;
+	shim.C_DigestEncryptUpdate = shim_DigestEncryptUpdate;
+	shim.C_DecryptDigestUpdate = shim_DecryptDigestUpdate;
+	shim.C_SignEncryptUpdate = shim_SignEncryptUpdate;
+	shim.C_DecryptVerifyUpdate = shim_DecryptVerifyUpdate;
+	shim.C_GenerateKey = shim_GenerateKey;
+	shim.C_GenerateKeyPair = shim_GenerateKeyPair;
+	shim.C_WrapKey = shim_WrapKey;
+	shim.C_UnwrapKey = shim_UnwrapKey;
+	shim.C_DeriveKey = shim_DeriveKey;
+	shim.C_SeedRandom = shim_SeedRandom;
+	shim.C_GenerateRandom = shim_GenerateRandom;
+	shim.C_GetFunctionStatus = shim_GetFunctionStatus;
+	shim.C_CancelFunction = shim_CancelFunction;
 	return CKR_OK;
 }
 

@@ -270,7 +270,8 @@ t_timing_login(void **state)
 	assert_int_equal(pam_sm_authenticate(pamh, 0, 3, argv), PAM_SUCCESS);
 	assert_int_equal(pam_sm_setcred(pamh, PAM_ESTABLISH_CRED, 3, argv), PAM_SUCCESS);
 	/* The fake issuer has no PIN file: open_session fails after polkit
-	 * (off here) and before minting, and says so in its line. */
+	 * (off here) and the session key (made before the issuer's turn),
+	 * before minting, and says so in its line. */
 	assert_int_equal(pam_sm_open_session(pamh, 0, 3, argv), PAM_SESSION_ERR);
 	assert_int_equal(pam_sm_close_session(pamh, 0, 3, argv), PAM_SUCCESS);
 	fakepam_end(pamh);
@@ -292,8 +293,8 @@ t_timing_login(void **state)
 						      "identity", "p11_close", NULL }));
 	assert_int_equal(check_line(lines[1], "setcred", PAM_SUCCESS), 0);
 	assert_int_equal(check_line(lines[2], "open", PAM_SESSION_ERR),
-			 steps((const char *const[]){ "user", "policy", "handoff", "issuer",
-						      "p11_close", "store", NULL }));
+			 steps((const char *const[]){ "user", "policy", "handoff", "keygen",
+						      "issuer", "p11_close", "store", NULL }));
 	assert_int_equal(check_line(lines[3], "close", PAM_SUCCESS),
 			 steps((const char *const[]){ "logout", NULL }));
 	assert_int_equal(unlink(path), 0);
