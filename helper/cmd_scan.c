@@ -35,6 +35,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "conf/kh_policy.h"
 #include "helper/kh_cli.h"
@@ -258,6 +259,11 @@ kh_scan_cert(struct kh_scan *s, const struct kh_file *f, const char *entry, cons
 		return;
 	}
 	exp = timegm(&tm);
+	/* A CA certificate lying about (~/.kube/ca.crt) certifies no client. */
+	if (entry == NULL && X509_check_ca(cert) != 0) {
+		X509_free(cert);
+		return;
+	}
 	if (exp > s->now && exp - s->now > s->ttl) {
 		derlen = i2d_X509(cert, &der);
 		if (derlen > 0)
