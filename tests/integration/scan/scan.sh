@@ -8,7 +8,7 @@
 . "$KH_SRCDIR/tests/harness/users.sh"
 . "$KH_SRCDIR/tests/harness/pki.sh"
 need_root
-need_cmd jq openssl useradd timeout sha256sum base64 softhsm2-util pkcs11-tool
+need_cmd jq openssl useradd timeout sha256sum base64 softhsm2-util pkcs11-tool valgrind
 [ -x "$KUBEHSM" ] || skip_all "kubehsm not built"
 
 # Every secret planted below; none may appear in any output.
@@ -124,6 +124,15 @@ chown -h "$A:" "$HA/.kube/huge.yaml" "$HA/kubeconfig-pipe" "$HA/.kube/shadow.yam
 printf 'users:\n- name: r\n  user: {token: "%s"}\n' "$BOBTOK" >"$KH_TMP/root-kubeconfig"
 hardlink=no
 ln "$KH_TMP/root-kubeconfig" "$HA/.kube/linked.yaml" 2>/dev/null && hardlink=yes
+# Loose PEM files under ~/.kube: a client key and certificate (reported),
+# the cluster's CA (not a client's: passed over).
+cp "$PKI_DIR/long.key" "$HA/.kube/client.key"
+cp "$PKI_DIR/long.pem" "$HA/.kube/client.crt"
+cp "$PKI_DIR/users.pem" "$HA/.kube/ca.crt"
+# A name meant for the admin's terminal: a newline and an escape sequence.
+EVIL=$'kubeconfig\n\e[2Jevil'
+printf 'users:\n- name: e\n  user: {token: "%s"}\n' "$TOK" >"$HA/$EVIL"
+chown "$A:" "$HA/.kube/client.key" "$HA/.kube/client.crt" "$HA/.kube/ca.crt" "$HA/$EVIL"
 touch -a -d '2020-01-02 03:04:05' "$HA/.kube/config"
 ATIME=$(stat -c %X "$HA/.kube/config")
 
@@ -202,6 +211,14 @@ if [ $hardlink = yes ]; then
 else
 	skip "/tmp and /home are different file systems: no hard link to plant"
 fi
+is "$(q '.[] | select(.file | endswith(".kube/client.key")) | "\(.kind) \(.fingerprint)"')" \
+	"client-key $(fp_of "$PKI_DIR/long.key")" "a private key file under ~/.kube: reported"
+is "$(q '.[] | select(.file | endswith(".kube/client.crt")) | .kind')" client-certificate \
+	"a long-lived certificate file under ~/.kube: reported"
+is "$(q '[.[] | select(.file | endswith(".kube/ca.crt"))] | length')" 0 \
+	"the cluster's CA certificate under ~/.kube: not a client's, not reported"
+is "$(q '.[] | select(.user == "e") | .file')" "$HA/kubeconfig\\x0a\\x1b[2Jevil" \
+	"a file name with a newline and an escape sequence is shown escaped"
 is "$(stat -c %X "$HA/.kube/config")" "$ATIME" "the scan leaves the files' access times alone (O_NOATIME)"
 
 run timeout 20 "$KUBEHSM" admin scan --user "$A"
@@ -216,12 +233,19 @@ done
 is "$leaks" "" "no secret in the JSON report, the text report or stderr"
 unlike "$TEXT$JSON" 'root:[^ ]*:[0-9]+:' "nothing of /etc/shadow in the report"
 
+# kubehsm-tool itself (the front end only hands over), checked for memory
+# errors and leaks.
+run memcheck "$KH_BUILDDIR/helper/kubehsm-tool" admin scan --json --user "$A"
+is "$rc" 1 "under the memory checker: no error, no leak, the same findings" || diag "$err"
+is "$(jq length <<<"$out")" "$(q length)" "... all of them"
+
 # --- session.ttl -------------------------------------------------------------
 run "$KUBEHSM" admin scan --json --user "$A" --ttl 2d
-is "$(jq '[.[] | select(.kind == "client-certificate") | .user] | sort | join(",")' -r <<<"$out")" \
+is "$(jq '[.[] | select(.kind == "client-certificate" and .user != null) | .user] | sort | join(",")' -r <<<"$out")" \
 	keyuser "--ttl 2d: the 4h certificate is not reported, the 1-year one is"
 run env KUBEHSM_CONFIG="$KH_TMP/none.conf" "$KUBEHSM" admin scan --json --user "$A"
-is "$(jq '[.[] | select(.kind == "client-certificate")] | length' <<<"$out")" 1 \
+is "$(jq '[.[] | select(.kind == "client-certificate") | .user // "file"] | sort | join(",")' -r <<<"$out")" \
+	file,keyuser \
 	"no policy: session.ttl 8h, the 4h certificate is not reported"
 like "$err" "no policy at .*none.conf: taking session.ttl = 8h" "... and it says so"
 
