@@ -259,8 +259,12 @@ kh_scan_cert(struct kh_scan *s, const struct kh_file *f, const char *entry, cons
 		return;
 	}
 	exp = timegm(&tm);
-	/* A CA certificate lying about (~/.kube/ca.crt) certifies no client. */
-	if (entry == NULL && X509_check_ca(cert) != 0) {
+	/* A loose certificate file is a client's unless it is a CA's
+	 * (~/.kube/ca.crt) or its extendedKeyUsage leaves out clientAuth (a
+	 * server's, under a named /etc/kubernetes). */
+	if (entry == NULL && (X509_check_ca(cert) != 0 ||
+			      ((X509_get_extension_flags(cert) & EXFLAG_XKUSAGE) != 0 &&
+			       (X509_get_extended_key_usage(cert) & XKU_SSL_CLIENT) == 0))) {
 		X509_free(cert);
 		return;
 	}

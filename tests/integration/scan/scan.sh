@@ -30,6 +30,7 @@ pki_ca users >/dev/null || { echo "Bail out! pki_ca"; exit 1; }
 pki_user_cert long users --days 365 || { echo "Bail out! long cert"; exit 1; }
 pki_user_cert short users --not-after "$(date -u -d '+4 hours' +%Y%m%d%H%M%SZ)" ||
 	{ echo "Bail out! short cert"; exit 1; }
+pki_user_cert server users --days 365 --eku serverAuth || { echo "Bail out! server cert"; exit 1; }
 pki_issuer_token kubehsm-host 1234 users || { echo "Bail out! issuer token"; exit 1; }
 POLICY=$KH_TMP/etc/kubehsm.conf
 pki_policy "$POLICY" kubehsm-host || { echo "Bail out! policy"; exit 1; }   # session.ttl 1h
@@ -260,9 +261,10 @@ is "$rc $out" "0 []" "--json on a clean home: an empty array"
 mkdir -p "$KH_TMP/named/sub"
 printf 'users:\n- name: adm\n  user: {token: "%s"}\n' "$TOK" >"$KH_TMP/named/sub/admin.conf"
 printf 'kind: Pod\nmetadata: {name: x}\n' >"$KH_TMP/named/pod.yaml"
+cp "$PKI_DIR/server.pem" "$KH_TMP/named/sub/apiserver.crt"
 run timeout 20 "$KUBEHSM" admin scan --json "$KH_TMP/named"
 is "$rc $(jq -r '.[] | "\(.owner) \(.kind) \(.user)"' <<<"$out")" "1 root token adm" \
-	"a named directory: its kubeconfig's token is found (owner: the file's), a pod manifest is not"
+	"a named directory: its kubeconfig's token is found (owner: the file's), a pod manifest and a server's certificate are not"
 run "$KUBEHSM" admin scan --json "$HB/.kube/config"
 is "$rc $(jq -r '.[] | "\(.owner) \(.kind) \(.fingerprint)"' <<<"$out")" "1 $B token $(fp_str "$BOBTOK")" \
 	"a named file"
