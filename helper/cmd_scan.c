@@ -774,8 +774,13 @@ kh_scan_entry(struct kh_scan *s, struct kh_root *r, int dirfd, const char *rel,
 					      strcmp(name, "http-cache") == 0))
 			return;
 		sub = kh_scan_opendir_at(dirfd, name, &st, &err);
-		if (sub < 0)
+		if (sub < 0) {
+			/* What it cannot look into is not known to be clean. */
+			if (err.code != KH_ERR_NOTFOUND)
+				kh_scan_addf(s, &f, "skipped", NULL, NULL, NULL,
+					     "a directory, %s", err.msg);
 			return;
+		}
 		kh_scan_dir(s, r, sub, path, depth + 1, kube);
 		return;
 	}
@@ -841,6 +846,27 @@ kh_scan_root(struct kh_scan *s, struct kh_root *r)
 /* ------------------------------------------------------------------ */
 /* what to scan                                                         */
 
+/* A home that exists but cannot be opened is said (a link to elsewhere, a
+ * network home root may not read); one that does not exist is no finding
+ * (the system accounts' /nonexistent). */
+static void
+kh_scan_home_unopened(struct kh_scan *s, const struct passwd *pw, int e)
+{
+	struct kh_root r = { .fd = -1, .path = pw->pw_dir, .owner = pw->pw_name,
+			     .uid = pw->pw_uid, .home = true };
+	struct stat st;
+	struct kh_file f = { .root = &r, .rel = "", .st = &st };
+
+	if (lstat(pw->pw_dir, &st) != 0)
+		return;
+	if (S_ISLNK(st.st_mode))
+		kh_scan_add(s, &f, "skipped", NULL, "the home is a symbolic link, not followed",
+			    NULL, NULL);
+	else if (S_ISDIR(st.st_mode))
+		kh_scan_addf(s, &f, "skipped", NULL, NULL, NULL, "the home cannot be opened: %s",
+			     strerror(e));
+}
+
 /* One user's home: a directory owned by that user (which leaves out the
  * system accounts' /usr/sbin, /bin, /nonexistent...), or root's. */
 static void
@@ -855,8 +881,10 @@ kh_scan_home(struct kh_scan *s, const struct passwd *pw, dev_t *seen_dev, ino_t 
 	if (pw->pw_dir == NULL || pw->pw_dir[0] != '/')
 		return;
 	fd = open(pw->pw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
+	if (fd < 0) {
+		kh_scan_home_unopened(s, pw, errno);
 		return;
+	}
 	if (fstat(fd, &st) != 0 || st.st_uid != pw->pw_uid) {
 		(void)close(fd);
 		return;

@@ -137,7 +137,8 @@ kh_scan_opendir_at(int dirfd, const char *name, const struct stat *expect, kh_er
 	int fd = kh_scan_open_nofollow(dirfd, name, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
 
 	if (fd < 0)
-		return kh_fail(err, KH_ERR_INPUT, "cannot open: %s", strerror(errno));
+		return kh_fail(err, errno == ENOENT ? KH_ERR_NOTFOUND : KH_ERR_INPUT,
+			       "cannot open: %s", strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
 	    (expect != NULL && !kh_same_file(&st, expect))) {
 		(void)close(fd);

@@ -276,6 +276,17 @@ is "$(jq --arg a "$A" --arg b "$B" --arg c "$C" -r \
 	"$(printf '%s\n' "$A" "$B" | sort | tr '\n' ' ' | sed 's/ $//')" \
 	"every home from the passwd database: $A's and $B's findings, none in $C's" || diag "$err"
 
+# --- a home that is a symbolic link ---------------------------------------------
+make_user dan
+HD=$(getent passwd "$dan" | cut -d: -f6)
+mv "$HD" "$HD.real" && ln -s "$HD.real" "$HD"
+on_exit "rm -rf '$HD.real' '$HD'"
+printf 'users:\n- name: d\n  user: {token: "%s"}\n' "$TOK" | plant "$dan" "$HD.real/.kube/config"
+run timeout 20 "$KUBEHSM" admin scan --json --user "$dan"
+is "$rc $(jq -r '.[] | "\(.kind) \(.file) \(.detail)"' <<<"$out")" \
+	"1 skipped $HD the home is a symbolic link, not followed" \
+	"a home that is a symbolic link: said, not followed"
+
 # --- refusals ------------------------------------------------------------------------
 run as_user "$A" "$KUBEHSM" admin scan
 is "$rc" 2 "not root: exit 2"
