@@ -46,7 +46,9 @@
 
 /*
  * Which files are looked at.  In a home: every file under ~/.kube (but its
- * cache/ and http-cache/), any file whose name contains "kubeconfig", and
+ * cache/ and http-cache/, except the OIDC plugins' token caches in
+ * cache/oidc-login/ and cache/kubelogin/), any file whose name contains
+ * "kubeconfig", and
  * token files (".../serviceaccount/token", "token", "*.token", "*.jwt").
  * Under a path the admin named: every file.
  */
@@ -146,7 +148,8 @@ kh_scan_entry(struct kh_scan *s, struct kh_root *r, int dirfd, const char *rel,
 		if (st.st_dev != r->dev || depth + 1 >= KH_SCAN_MAX_DEPTH)
 			return;
 		if (in_kube && depth >= 1 && (strcmp(name, "cache") == 0 ||
-					      strcmp(name, "http-cache") == 0))
+					      strcmp(name, "http-cache") == 0) &&
+		    !(r->home && strcmp(path, ".kube/cache") == 0))
 			return;
 		sub = kh_scan_opendir_at(dirfd, name, &st, &err);
 		if (sub < 0) {
@@ -154,6 +157,14 @@ kh_scan_entry(struct kh_scan *s, struct kh_root *r, int dirfd, const char *rel,
 			if (err.code != KH_ERR_NOTFOUND)
 				kh_scan_addf(s, &f, "skipped", NULL, NULL, NULL,
 					     "a directory, %s", err.msg);
+			return;
+		}
+		if (r->home && strcmp(path, ".kube/cache") == 0) {
+			/* Of kubectl's discovery cache, only the OIDC plugins'
+			 * token caches (int128/kubelogin, Azure/kubelogin). */
+			kh_scan_entry(s, r, sub, path, "oidc-login", depth + 1, true);
+			kh_scan_entry(s, r, sub, path, "kubelogin", depth + 1, true);
+			(void)close(sub);
 			return;
 		}
 		kh_scan_dir(s, r, sub, path, depth + 1, kube);

@@ -419,6 +419,21 @@ kh_scan_pem_file(struct kh_scan *s, const struct kh_file *f, const char *text, s
 	}
 }
 
+/* An OIDC exec plugin's token cache (kubelogin keeps one JSON object per
+ * provider in ~/.kube/cache/oidc-login/): its refresh token outlives any
+ * session. */
+static void
+kh_scan_token_cache(struct kh_scan *s, const struct kh_file *f, json_t *doc)
+{
+	const char *v = json_string_value(json_object_get(doc, "refresh_token"));
+	char fp[17];
+
+	if (v == NULL || v[0] == '\0')
+		return;
+	kh_scan_fingerprint(v, strlen(v), fp);
+	kh_scan_add(s, f, "token-cache", NULL, "an OIDC plugin's cached refresh_token", fp, NULL);
+}
+
 /* What a candidate file holds. */
 void
 kh_scan_content(struct kh_scan *s, const struct kh_file *f, enum kh_cand cand,
@@ -456,6 +471,8 @@ kh_scan_content(struct kh_scan *s, const struct kh_file *f, enum kh_cand cand,
 	}
 	if (kh_scan_is_kubeconfig(doc))
 		kh_scan_kubeconfig(s, f, doc);
+	else if (json_is_object(doc))
+		kh_scan_token_cache(s, f, doc);
 	else if (cand == KH_CAND_STRONG && !json_is_object(doc) && !json_is_null(doc))
 		kh_scan_add(s, f, "unparsable", NULL, "not a kubeconfig (not a mapping)", NULL,
 			    NULL);

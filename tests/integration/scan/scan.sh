@@ -19,6 +19,7 @@ IDTOK=kh-scan-idtoken-It66
 ARGSECRET=kh-scan-argsecret-As77
 FILETOK=kh-scan-tokenfile-Tf88
 BOBTOK=kh-scan-bob-token-Bb99
+CACHETOK=kh-scan-cached-refresh-Cr11
 
 b64() { base64 -w0 "$1"; }
 b64url() { printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }
@@ -130,6 +131,10 @@ ln "$KH_TMP/root-kubeconfig" "$HA/.kube/linked.yaml" 2>/dev/null && hardlink=yes
 cp "$PKI_DIR/long.key" "$HA/.kube/client.key"
 cp "$PKI_DIR/long.pem" "$HA/.kube/client.crt"
 cp "$PKI_DIR/users.pem" "$HA/.kube/ca.crt"
+# kubelogin's token cache (read), kubectl's discovery cache (never read).
+printf '{"id_token":"%s","refresh_token":"%s"}' "$IDTOK" "$CACHETOK" |
+	plant "$A" "$HA/.kube/cache/oidc-login/0f3c9e"
+printf '{"refresh_token":"%s"}' "$CACHETOK" | plant "$A" "$HA/.kube/cache/discovery/x/kubeconfig.json"
 # A name meant for the admin's terminal: a newline and an escape sequence.
 EVIL=$'kubeconfig\n\e[2Jevil'
 printf 'users:\n- name: e\n  user: {token: "%s"}\n' "$TOK" >"$HA/$EVIL"
@@ -216,6 +221,9 @@ is "$(q '.[] | select(.file | endswith(".kube/client.key")) | "\(.kind) \(.finge
 	"client-key $(fp_of "$PKI_DIR/long.key")" "a private key file under ~/.kube: reported"
 is "$(q '.[] | select(.file | endswith(".kube/client.crt")) | .kind')" client-certificate \
 	"a long-lived certificate file under ~/.kube: reported"
+is "$(q '[.[] | select(.file | contains("/.kube/cache/")) | "\(.kind) \(.fingerprint) \(.file)"] | join(",")')" \
+	"token-cache $(fp_str "$CACHETOK") $HA/.kube/cache/oidc-login/0f3c9e" \
+	"kubelogin's cached refresh token: reported; kubectl's discovery cache: not read"
 is "$(q '[.[] | select(.file | endswith(".kube/ca.crt"))] | length')" 0 \
 	"the cluster's CA certificate under ~/.kube: not a client's, not reported"
 is "$(q '.[] | select(.user == "e") | .file')" "$HA/kubeconfig\\x0a\\x1b[2Jevil" \
@@ -227,7 +235,7 @@ TEXT=$out
 is "$rc" 1 "the text report exits 1 too"
 is "$(grep -c "^$A " <<<"$TEXT")" "$(q 'length')" "the text report has a line per finding"
 leaks=
-for s in "$TOK" "$PASS" "$REFRESH" "$IDTOK" "$ARGSECRET" "$FILETOK" "$BOBTOK" "$JWT" \
+for s in "$TOK" "$PASS" "$REFRESH" "$IDTOK" "$ARGSECRET" "$FILETOK" "$BOBTOK" "$CACHETOK" "$JWT" \
 	"$(b64 "$PKI_DIR/long.key" | cut -c1-40)" "$(sed -n 2p "$PKI_DIR/long.key")"; do
 	grep -qF -- "$s" <<<"$JSON$TEXT$err" && leaks="$leaks ${s:0:12}..."
 done
