@@ -256,22 +256,33 @@ kh_scan_home_unopened(struct kh_scan *s, const struct passwd *pw, int e)
 /* One user's home: a directory owned by that user (which leaves out the
  * system accounts' /usr/sbin, /bin, /nonexistent...), or root's. */
 static void
-kh_scan_home(struct kh_scan *s, const struct passwd *pw, dev_t *seen_dev, ino_t *seen_ino,
-	     size_t *nseen, size_t maxseen)
+kh_scan_home(struct kh_scan *s, const struct passwd *pw, bool named, dev_t *seen_dev,
+	     ino_t *seen_ino, size_t *nseen, size_t maxseen)
 {
 	struct kh_root r = { .fd = -1 };
 	struct stat st;
 	size_t i;
 	int fd;
 
-	if (pw->pw_dir == NULL || pw->pw_dir[0] != '/')
+	if (pw->pw_dir == NULL || pw->pw_dir[0] != '/') {
+		if (named)
+			kh_cli_error("admin scan: %s has no absolute home directory: not scanned",
+				     pw->pw_name);
 		return;
+	}
 	fd = open(pw->pw_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
+		if (errno == ENOENT && named)
+			kh_cli_error("admin scan: %s's home %s does not exist: not scanned",
+				     pw->pw_name, pw->pw_dir);
 		kh_scan_home_unopened(s, pw, errno);
 		return;
 	}
 	if (fstat(fd, &st) != 0 || st.st_uid != pw->pw_uid) {
+		/* Asked for by name (--user): say why nothing was looked at. */
+		if (named)
+			kh_cli_error("admin scan: %s's home %s is not theirs (owner uid %u): "
+				     "not scanned", pw->pw_name, pw->pw_dir, (unsigned)st.st_uid);
 		(void)close(fd);
 		return;
 	}
@@ -321,12 +332,12 @@ kh_scan_homes(struct kh_scan *s, char **users, size_t nusers)
 				rc = -1;
 				break;
 			}
-			kh_scan_home(s, pw, dev, ino, &nseen, KH_SCAN_MAX_HOMES);
+			kh_scan_home(s, pw, true, dev, ino, &nseen, KH_SCAN_MAX_HOMES);
 		}
 	} else {
 		setpwent();
 		while ((pw = getpwent()) != NULL)
-			kh_scan_home(s, pw, dev, ino, &nseen, KH_SCAN_MAX_HOMES);
+			kh_scan_home(s, pw, false, dev, ino, &nseen, KH_SCAN_MAX_HOMES);
 		endpwent();
 	}
 	free(dev);

@@ -295,6 +295,16 @@ is "$rc $(jq -r '.[] | "\(.kind) \(.file) \(.detail)"' <<<"$out")" \
 	"1 skipped $HD the home is a symbolic link, not followed" \
 	"a home that is a symbolic link: said, not followed"
 
+# --- a system account's home --------------------------------------------------------
+hn=$(getent passwd nobody | cut -d: -f6)
+if [ -n "$hn" ] && [ ! -e "$hn" ]; then
+	run "$KUBEHSM" admin scan --user nobody
+	is "$rc" 0 "--user with no home: nothing to find (exit 0) ..."
+	like "$err" "nobody's home $hn does not exist: not scanned" "... and it says it scanned nothing"
+else
+	skip "nobody's home ($hn) exists here"
+fi
+
 # --- refusals ------------------------------------------------------------------------
 run as_user "$A" "$KUBEHSM" admin scan
 is "$rc" 2 "not root: exit 2"
