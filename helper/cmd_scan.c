@@ -48,9 +48,8 @@
  * Which files are looked at.  In a home: every file under ~/.kube (but its
  * cache/ and http-cache/, except the OIDC plugins' token caches in
  * cache/oidc-login/ and cache/kubelogin/), any file whose name contains
- * "kubeconfig", and
- * token files (".../serviceaccount/token", "token", "*.token", "*.jwt").
- * Under a path the admin named: every file.
+ * "kubeconfig", and token files (".../serviceaccount/token", "token",
+ * "*.token", "*.jwt").  Under a path the admin named: every file.
  */
 static enum kh_cand
 kh_scan_candidate(const struct kh_root *r, const char *rel, const char *name, bool in_kube)
