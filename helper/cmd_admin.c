@@ -34,6 +34,7 @@ kh_admin_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: kubehsm admin list [--json]\n"
+		"       kubehsm admin scan [--json] [--ttl D] [--user U]... [PATH...]\n"
 		"       kubehsm admin revoke USER [--issuer ID]\n"
 		"       kubehsm admin audit [--user U] [--since T] [--cluster C] [--json]\n\n"
 		"Administrator views of the kube session cache.  They read and change\n"
@@ -438,6 +439,8 @@ kh_cmd_admin(int argc, char **argv)
 		kh_admin_usage(stderr);
 		return KH_EXIT_USAGE;
 	}
+	if (strcmp(argv[1], "scan") == 0)       /* its own options and help */
+		return kh_cmd_admin_scan(argc, argv);
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "help") == 0) {

@@ -54,6 +54,8 @@ int kh_cmd_login(int argc, char **argv);
 int kh_cmd_kubeconfig(int argc, char **argv);
 int kh_cmd_kubeconfig_relay(int argc, char **argv);
 int kh_cmd_admin(int argc, char **argv);
+/* kubehsm admin scan (argv[1] is "scan"); cmd_scan.c. */
+int kh_cmd_admin_scan(int argc, char **argv);
 int kh_cmd_token(int argc, char **argv);
 
 struct kh_policy;

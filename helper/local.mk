@@ -23,11 +23,13 @@ helper_kubehsm_tool_SOURCES = \
 	helper/kubehsm-tool.c helper/kh_cli.c helper/kh_cli.h \
 	helper/cmd_config.c helper/cmd_token.c \
 	helper/cmd_exec.c helper/cmd_sign.c helper/cmd_status.c helper/cmd_login.c \
-	helper/cmd_kubeconfig.c helper/cmd_kubeconfig_relay.c helper/cmd_admin.c
+	helper/cmd_kubeconfig.c helper/cmd_kubeconfig_relay.c helper/cmd_admin.c \
+	helper/cmd_scan.c helper/kh_scan.h helper/kh_scan_content.c helper/kh_scan_fs.c \
+	helper/kh_scan_report.c helper/kh_scan_yaml.c
 helper_kubehsm_tool_CPPFLAGS = $(AM_CPPFLAGS) -DKH_FRONT_PATH='"$(bindir)/kubehsm"'
 helper_kubehsm_tool_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS) \
-	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS)
-helper_kubehsm_tool_LDADD = $(kh_all_libs)
+	$(LIBCONFIG_CFLAGS) $(KEYUTILS_CFLAGS) $(LIBP11_CFLAGS) $(YAML_CFLAGS)
+helper_kubehsm_tool_LDADD = $(kh_all_libs) $(YAML_LIBS)
 # jansson, libkeyutils and libconfig from their static archives when the
 # build has them (configure.ac, KH_TOOL_LDFLAGS).
 helper_kubehsm_tool_LDFLAGS = $(AM_LDFLAGS) $(KH_TOOL_LDFLAGS)

@@ -206,8 +206,8 @@ if [ $mode = full ]; then
 	# (dpkg-gencontrol may order the list its own way: compared as a set)
 	is "$(source_set "$(field kubehsm Built-Using)")" "glibc keyutils libconfig" \
 		"Built-Using: glibc, libconfig and keyutils, each with its version (LGPL code embedded in kubehsm's programs)"
-	is "$(source_set "$(field kubehsm Static-Built-Using)")" "glibc jansson keyutils libconfig" \
-		"Static-Built-Using: glibc, jansson, libconfig and keyutils, each with its version (embedded in kubehsm's programs)"
+	is "$(source_set "$(field kubehsm Static-Built-Using)")" "glibc jansson keyutils libconfig libyaml" \
+		"Static-Built-Using: glibc, jansson, libconfig, keyutils and libyaml, each with its version (embedded in kubehsm's programs)"
 
 	mkdir -p "$WORK/x"
 	for p in "${PKGS[@]}"; do dpkg-deb -x "$DEBS/${p}_${VERSION}_$ARCH.deb" "$WORK/x"; done

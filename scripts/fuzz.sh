@@ -3,7 +3,8 @@
 #
 # One target per input surface (tests/fuzz/fuzz_*.c): KUBERNETES_EXEC_INFO,
 # the external signer's request argument (+ kh_sign_digest), the policy
-# file, the keyring record decoder and certificate identity mapping.  Each
+# file, the keyring record decoder, certificate identity mapping and the
+# users' kubeconfigs `kubehsm admin scan` reads as root.  Each
 # is compiled with clang -fsanitize=fuzzer,address,undefined directly
 # against the library sources (no configure needed; libs from pkg-config)
 # and run for SECONDS (default 60) with -max_total_time on a fresh working
@@ -18,7 +19,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 dir=${KH_FUZZ_DIR:-${TMPDIR:-/tmp}/kubehsm-fuzz}
-targets=${KH_FUZZ_TARGETS:-"fuzz_exec_info fuzz_signer_request fuzz_policy fuzz_record fuzz_x509_map"}
+targets=${KH_FUZZ_TARGETS:-"fuzz_exec_info fuzz_signer_request fuzz_policy fuzz_record fuzz_x509_map fuzz_scan_yaml"}
 CC=${FUZZ_CC:-clang}
 
 command -v "$CC" >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
@@ -31,14 +32,15 @@ cat >"$dir/obj/config.h" <<'H'
 H
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-pkgs="libp11 libcrypto libssl libconfig libkeyutils jansson p11-kit-1"
+pkgs="libp11 libcrypto libssl libconfig libkeyutils jansson p11-kit-1 yaml-0.1"
 cflags="-g -O1 -std=gnu11 -Wall -Werror $san -I$dir/obj -I$top $(pkg-config --cflags $pkgs)"
 libs="$(pkg-config --libs $pkgs)"
 srcs="lib/kh_error.c lib/kh_error_ssl.c lib/kh_mem.c lib/kh_json.c lib/kh_dl.c
 	lib/kh_json_doc.c lib/kh_exec_proto.c lib/kh_signer_proto.c lib/kh_base64.c lib/kh_sign.c
 	lib/kh_x509.c lib/kh_pkcs11.c lib/kh_challenge.c lib/kh_pin_file.c lib/kh_p11_uri.c lib/kh_p11_raw.c lib/kh_p11_ui.c
 	lib/kh_token.c lib/kh_env.c lib/kh_opensc_conf.c lib/kh_words.c lib/kh_duration.c lib/kh_template.c
-	$(cd "$top" && echo conf/kh_policy*.c) cache/kh_record.c cache/kh_cache_common.c cache/kh_cache_find.c cache/kh_keydesc.c"
+	$(cd "$top" && echo conf/kh_policy*.c) cache/kh_record.c cache/kh_cache_common.c cache/kh_cache_find.c cache/kh_keydesc.c
+	helper/kh_scan_yaml.c"
 
 echo "==> building the fuzz targets in $dir"
 objs=() pids=()

@@ -8,7 +8,7 @@ PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libpam0g-dev libp11-dev libssl-dev libconfig-dev
 	libpolkit-gobject-1-dev libkeyutils-dev libjansson-dev libcmocka-dev
-	libp11-kit-dev
+	libp11-kit-dev libyaml-dev
 	# kubehsm-relayd: event loop, privilege drop, HTTP/1.1 heads
 	libevent-dev libcap-ng-dev libhttp-parser-dev
 	# real parts the tests and the demo run against

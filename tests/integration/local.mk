@@ -8,6 +8,7 @@ include tests/integration/polkit/local.mk
 include tests/integration/pam/local.mk
 include tests/integration/logins/local.mk
 include tests/integration/helper/local.mk
+include tests/integration/scan/local.mk
 include tests/integration/scenario/local.mk
 include tests/integration/hardening/local.mk
 include tests/integration/relay/local.mk

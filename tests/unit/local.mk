@@ -19,6 +19,7 @@ include tests/unit/conf/local.mk
 include tests/unit/cache/local.mk
 include tests/unit/pam/local.mk
 include tests/unit/relay/local.mk
+include tests/unit/helper/local.mk
 
 # make check-unit: the unit tests alone (no root, no real parts, seconds):
 # what a package build runs (debian/rules).
