@@ -82,6 +82,48 @@ kh_raudit_origin(const struct kh_relay_origin *o)
 	return j;
 }
 
+/*
+ * Who asked: the session certificate's UID (what the API server's audit
+ * shows as user.uid), and the client program, once per connection: its
+ * pid, executable and command line (NULs made spaces, cut at
+ * KH_RPROG_CMD_MAX: "cmdlineCut"), each null when it could not be found.
+ * jansson escapes them; bytes that are not UTF-8 are made '?' first, as
+ * json_string takes UTF-8 only.
+ */
+static json_t *
+kh_raudit_text(const char *s)
+{
+	char buf[KH_RPROG_CMD_MAX + KH_RPROG_EXE_MAX + 2];
+	json_t *j = json_string(s);
+	size_t i;
+
+	if (j != NULL)
+		return j;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (i = 0; buf[i] != '\0'; i++)
+		if ((unsigned char)buf[i] >= 0x80)
+			buf[i] = '?';
+	return json_string(buf);
+}
+
+static int
+kh_raudit_prog(json_t *o, const struct kh_raudit_rec *r)
+{
+	const struct kh_rprog *p = r->prog != NULL && r->prog->pid > 0 ? r->prog : NULL;
+
+	if (json_object_set_new(o, "kubeUid", r->kube_uid != NULL ?
+				kh_raudit_text(r->kube_uid) : json_null()) != 0 ||
+	    json_object_set_new(o, "pid", p != NULL ? json_integer(p->pid) : json_null()) != 0 ||
+	    json_object_set_new(o, "exe", p != NULL && p->exe[0] != '\0' ?
+				kh_raudit_text(p->exe) : json_null()) != 0 ||
+	    json_object_set_new(o, "cmdline", p != NULL && p->cmdline[0] != '\0' ?
+				kh_raudit_text(p->cmdline) : json_null()) != 0)
+		return -1;
+	if (p != NULL && p->cmdline_cut && json_object_set_new(o, "cmdlineCut", json_true()) != 0)
+		return -1;
+	return 0;
+}
+
 int
 kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap)
 {
@@ -110,6 +152,8 @@ kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap)
 		return -1;
 	if ((r->path_cut || strlen(path) + 4 >= sizeof(path)) &&
 	    json_object_set_new(o, "pathCut", json_true()) != 0)
+		goto fail;
+	if (kh_raudit_prog(o, r) != 0)
 		goto fail;
 	if (r->relay_note != NULL &&
 	    json_object_set_new(o, "relay", json_string(r->relay_note)) != 0)

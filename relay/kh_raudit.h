@@ -29,6 +29,7 @@
 
 #include "lib/kh_error.h"
 #include "lib/kh_relay_proto.h"
+#include "relay/kh_rprog.h"
 
 /* Longest line written (a longer path is cut to fit; "pathCut" says so). */
 #define KH_RAUDIT_LINE_MAX 8192
@@ -38,6 +39,8 @@ struct kh_raudit_rec {
 	int64_t duration_ns;
 	uid_t uid;
 	const char *user;               /* NULL: no session */
+	const char *kube_uid;           /* the session certificate's UID, NULL: none */
+	const struct kh_rprog *prog;    /* the client program, NULL: not looked up */
 	const char *cluster;
 	const char *method;
 	const char *path;               /* the request target, as sent */

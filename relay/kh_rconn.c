@@ -15,6 +15,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <syslog.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@
 #include "relay/kh_rhttp.h"
 #include "relay/kh_rlog.h"
 #include "relay/kh_rpeer.h"
+#include "relay/kh_rprog.h"
 #include "relay/kh_rup.h"
 
 /* Read the upstream while at least this much room is left in the block. */
@@ -79,6 +82,11 @@ struct kh_rconn {
 	const char *note;
 	time_t last_io;                 /* monotonic seconds */
 	char target[KH_RHTTP_TARGET_MAX + 1];
+	/* The client program (kh_rprog), looked up once per connection. */
+	enum { KH_PROG_NONE, KH_PROG_WAIT, KH_PROG_DONE } prog_state;
+	uint64_t prog_tag;
+	TAILQ_ENTRY(kh_rconn) by_prog;  /* in rd->prog_wait while KH_PROG_WAIT */
+	struct kh_rprog prog;
 };
 
 static struct kh_rlog_limit kh_rconn_limit_total, kh_rconn_limit_user, kh_rconn_limit_peer;
@@ -121,6 +129,94 @@ kh_rconn_uses_issuer(const struct kh_rconn *c, const char *issuer)
 }
 
 /* ------------------------------------------------------------------ */
+/* the client program                                                   */
+
+static struct kh_rlog_limit kh_rconn_limit_prog;
+
+static void
+kh_rconn_prog_stop(struct kh_relayd *rd)
+{
+	struct kh_rconn *c;
+
+	kh_rlog_limited(&kh_rconn_limit_prog, LOG_ERR, "the program finder is gone: audit "
+			"lines name no program");
+	if (rd->prog_ev != NULL)
+		event_free(rd->prog_ev);
+	rd->prog_ev = NULL;
+	if (rd->prog_fd >= 0)
+		(void)close(rd->prog_fd);
+	rd->prog_fd = -1;
+	while ((c = TAILQ_FIRST(&rd->prog_wait)) != NULL) {
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+		c->prog_state = KH_PROG_NONE;
+	}
+}
+
+/* The finder answered (event callback, or kh_rconn_prog waiting). */
+void
+kh_rconn_prog_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct kh_relayd *rd = arg;
+	struct kh_rprog p;
+	struct kh_rconn *c;
+	uint64_t tag;
+	int r;
+
+	(void)fd;
+	(void)what;
+	while (rd->prog_fd >= 0 && (r = kh_rprog_answer(rd->prog_fd, &tag, &p)) != 0) {
+		if (r < 0) {
+			kh_rconn_prog_stop(rd);
+			return;
+		}
+		/* Answers come in the order asked; a closed connection left. */
+		TAILQ_FOREACH(c, &rd->prog_wait, by_prog)
+			if (c->prog_tag == tag)
+				break;
+		if (c == NULL)
+			continue;
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+		c->prog = p;
+		c->prog_state = KH_PROG_DONE;
+	}
+}
+
+static void
+kh_rconn_prog_ask(struct kh_rconn *c, uid_t uid, uint64_t inode)
+{
+	struct kh_relayd *rd = c->rd;
+
+	if (rd->prog_fd < 0 || kh_rprog_ask(rd->prog_fd, ++rd->prog_tag, inode, uid) != 0)
+		return;
+	c->prog_tag = rd->prog_tag;
+	c->prog_state = KH_PROG_WAIT;
+	TAILQ_INSERT_TAIL(&rd->prog_wait, c, by_prog);
+}
+
+/*
+ * For an audit line: the program, or NULL (unknown).  The answer was asked
+ * at accept and is nearly always there by the end of the first request;
+ * if not, wait for it a little (KH_PROG_WAIT_MS) rather than write a line
+ * without it.
+ */
+#define KH_PROG_WAIT_MS 250
+static const struct kh_rprog *
+kh_rconn_prog(struct kh_rconn *c)
+{
+	struct pollfd pfd;
+
+	if (c->prog_state == KH_PROG_WAIT && c->rd->prog_fd >= 0) {
+		kh_rconn_prog_readable(c->rd->prog_fd, 0, c->rd);
+		if (c->prog_state == KH_PROG_WAIT && c->rd->prog_fd >= 0) {
+			pfd = (struct pollfd){ .fd = c->rd->prog_fd, .events = POLLIN };
+			if (poll(&pfd, 1, KH_PROG_WAIT_MS) > 0)
+				kh_rconn_prog_readable(c->rd->prog_fd, 0, c->rd);
+		}
+	}
+	return c->prog_state == KH_PROG_DONE ? &c->prog : NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* the audit line                                                       */
 
 static void
@@ -143,6 +239,8 @@ kh_rconn_audit(struct kh_rconn *c)
 			       (now.tv_nsec - c->m_start.tv_nsec),
 		.uid = c->user->uid,
 		.user = s != NULL ? s->user_name : NULL,
+		.kube_uid = s != NULL ? s->kube_uid : NULL,
+		.prog = kh_rconn_prog(c),
 		.cluster = c->cl->conf->name,
 		.method = c->req.head_done ? kh_rhttp_method(&c->req) : NULL,
 		.path = c->target,
@@ -180,6 +278,8 @@ kh_rconn_close(struct kh_rconn *c)
 	struct kh_ruser *u = c->user;
 
 	kh_rconn_audit(c);
+	if (c->prog_state == KH_PROG_WAIT)
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
 	if (c->up != NULL)
 		kh_rup_close(c->up);
 	if (c->ev_read != NULL)
@@ -853,6 +953,7 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 	struct kh_ruser *u;
 	struct kh_rconn *c;
 	kh_error err = { 0 };
+	uint64_t inode = 0;
 	uid_t uid;
 	int one = 1;
 
@@ -864,7 +965,8 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		goto refuse;
 	}
 	if (getsockname(fd, (struct sockaddr *)&local, &llen) != 0 ||
-	    kh_rpeer_uid(rd->netlink_fd, (struct sockaddr *)&local, peer, &uid, &err) != 0) {
+	    kh_rpeer_lookup(rd->netlink_fd, (struct sockaddr *)&local, peer, &uid, &inode,
+			    &err) != 0) {
 		kh_rlog_limited(&kh_rconn_limit_peer, LOG_NOTICE, "cluster %s: cannot tell who "
 				"connected (%s): refused", cl->conf->name,
 				err.msg[0] != '\0' ? err.msg : strerror(errno));
@@ -903,6 +1005,8 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		return;
 	}
 	kh_rconn_reading(c, true);
+	if (rd->audit != NULL)
+		kh_rconn_prog_ask(c, uid, inode);
 	/* The first request comes within handshake_timeout, or never. */
 	kh_rconn_arm(c, rd->policy->relay.handshake_timeout);
 	return;

@@ -103,6 +103,13 @@ struct kh_relayd {
 	struct event *sig_term, *sig_int, *sig_hup, *refresh, *trim;
 	bool trim_due;                        /* connections gave buffers back */
 	struct kh_raudit *audit;
+	/* The program finder (kh_rprog): -1 when there is none (no audit
+	 * log, or it died); connections waiting for its answer, in order. */
+	int prog_fd;
+	pid_t prog_pid;
+	struct event *prog_ev;
+	uint64_t prog_tag;
+	TAILQ_HEAD(kh_rconn_progq, kh_rconn) prog_wait;
 	/*
 	 * A session of u ends (forget, expiry): close u's client connections
 	 * and upstream connections to clusters of issuer (NULL = all); the
