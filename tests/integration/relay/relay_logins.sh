@@ -61,7 +61,8 @@ relay_session() {
 			"$3: kubectl ${k##*kubectl.} through the relay, as $2 with the login's certificate" ||
 			diag "record serial '$serial' err=$err"
 		is "$(uid_of_dn "$out")" "$(hostname):$2:${serial,,}" \
-			"$3: the API server reads the UID host:account:serial from it"
+			"$3: the API server reads the UID host:account:serial from it" ||
+			diag "the API server saw: $out"
 	done
 }
 
@@ -83,6 +84,7 @@ is "$(jq -r .kubeUid <<<"$line")" "$(hostname):$alice:$(session_serial "$alice" 
 like "$(jq -r '"\(.pid) \(.exe) \(.cmdline)"' <<<"$line")" \
 	"^[0-9]+ [^ ]*/kubectl\\.1\\.33 [^ ]*kubectl\\.1\\.33 --kubeconfig $KC get --raw /kh-whoami\$" \
 	"... and the program: pid, executable and command line of $alice's kubectl" || diag "$line"
+diag "the relay's audit line: $line"
 login_run a1 "$KUBEHSM status"
 like "$out" "UID: +$(hostname):$alice:" "kubehsm status shows the session's UID" || diag "$out"
 rec=$(record "$alice")
