@@ -131,7 +131,39 @@ kh_rconn_uses_issuer(const struct kh_rconn *c, const char *issuer)
 /* ------------------------------------------------------------------ */
 /* the client program                                                   */
 
-static struct kh_rlog_limit kh_rconn_limit_prog;
+static struct kh_rlog_limit kh_rconn_limit_prog, kh_rconn_limit_defer;
+
+/*
+ * An audit line whose connection's program is not known yet: it waits for
+ * the finder's answer (which may come after the connection ended) and is
+ * written then.  Nothing on a request's path waits for the finder.
+ */
+struct kh_rdefer {
+	uint64_t tag;
+	json_t *line;
+	TAILQ_ENTRY(kh_rdefer) next;
+};
+/* Lines waiting at most; beyond, a line is written without its program. */
+#define KH_RDEFER_MAX 4096
+
+/* Write the lines waiting for answer `tag` (every one when all), with p. */
+static void
+kh_rconn_defer_flush(struct kh_relayd *rd, bool all, uint64_t tag, const struct kh_rprog *p)
+{
+	struct kh_rdefer *d, *next;
+
+	for (d = TAILQ_FIRST(&rd->audit_wait); d != NULL; d = next) {
+		next = TAILQ_NEXT(d, next);
+		if (!all && d->tag != tag)
+			continue;
+		TAILQ_REMOVE(&rd->audit_wait, d, next);
+		rd->naudit_wait--;
+		(void)kh_raudit_set_prog(d->line, p);
+		kh_raudit_write_line(rd->audit, d->line);
+		json_decref(d->line);
+		free(d);
+	}
+}
 
 static void
 kh_rconn_prog_stop(struct kh_relayd *rd)
@@ -150,6 +182,7 @@ kh_rconn_prog_stop(struct kh_relayd *rd)
 		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
 		c->prog_state = KH_PROG_NONE;
 	}
+	kh_rconn_defer_flush(rd, true, 0, NULL);
 }
 
 /* The finder answered (event callback, or kh_rconn_prog waiting). */
@@ -173,12 +206,63 @@ kh_rconn_prog_readable(evutil_socket_t fd, short what, void *arg)
 		TAILQ_FOREACH(c, &rd->prog_wait, by_prog)
 			if (c->prog_tag == tag)
 				break;
-		if (c == NULL)
-			continue;
-		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
-		c->prog = p;
-		c->prog_state = KH_PROG_DONE;
+		if (c != NULL) {
+			TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+			c->prog = p;
+			c->prog_state = KH_PROG_DONE;
+		}
+		kh_rconn_defer_flush(rd, false, tag, &p);
 	}
+}
+
+void
+kh_rconn_prog_shutdown(struct kh_relayd *rd)
+{
+	struct pollfd pfd;
+	struct timespec t0, t;
+
+	/* Give the answers asked for a moment (their lines wait), then
+	 * write what is left without its program. */
+	(void)clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rd->prog_fd >= 0 && rd->naudit_wait > 0) {
+		(void)clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > 500)
+			break;
+		pfd = (struct pollfd){ .fd = rd->prog_fd, .events = POLLIN };
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		kh_rconn_prog_readable(rd->prog_fd, 0, rd);
+	}
+	while (TAILQ_FIRST(&rd->prog_wait) != NULL) {
+		struct kh_rconn *c = TAILQ_FIRST(&rd->prog_wait);
+
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+		c->prog_state = KH_PROG_NONE;
+	}
+	kh_rconn_defer_flush(rd, true, 0, NULL);
+}
+
+/* Keep c's audit line until its program is known: 0, or -1 (write it now). */
+static int
+kh_rconn_defer(struct kh_rconn *c, json_t *line)
+{
+	struct kh_relayd *rd = c->rd;
+	struct kh_rdefer *d;
+
+	if (rd->naudit_wait >= KH_RDEFER_MAX) {
+		kh_rlog_limited(&kh_rconn_limit_defer, LOG_WARNING, "%u audit lines wait for "
+				"the program finder: writing them without the program",
+				rd->naudit_wait);
+		return -1;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		return -1;
+	d->tag = c->prog_tag;
+	d->line = line;
+	TAILQ_INSERT_TAIL(&rd->audit_wait, d, next);
+	rd->naudit_wait++;
+	return 0;
 }
 
 static void
@@ -191,29 +275,6 @@ kh_rconn_prog_ask(struct kh_rconn *c, uid_t uid, uint64_t inode)
 	c->prog_tag = rd->prog_tag;
 	c->prog_state = KH_PROG_WAIT;
 	TAILQ_INSERT_TAIL(&rd->prog_wait, c, by_prog);
-}
-
-/*
- * For an audit line: the program, or NULL (unknown).  The answer was asked
- * at accept and is nearly always there by the end of the first request;
- * if not, wait for it a little (KH_PROG_WAIT_MS) rather than write a line
- * without it.
- */
-#define KH_PROG_WAIT_MS 250
-static const struct kh_rprog *
-kh_rconn_prog(struct kh_rconn *c)
-{
-	struct pollfd pfd;
-
-	if (c->prog_state == KH_PROG_WAIT && c->rd->prog_fd >= 0) {
-		kh_rconn_prog_readable(c->rd->prog_fd, 0, c->rd);
-		if (c->prog_state == KH_PROG_WAIT && c->rd->prog_fd >= 0) {
-			pfd = (struct pollfd){ .fd = c->rd->prog_fd, .events = POLLIN };
-			if (poll(&pfd, 1, KH_PROG_WAIT_MS) > 0)
-				kh_rconn_prog_readable(c->rd->prog_fd, 0, c->rd);
-		}
-	}
-	return c->prog_state == KH_PROG_DONE ? &c->prog : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -240,7 +301,7 @@ kh_rconn_audit(struct kh_rconn *c)
 		.uid = c->user->uid,
 		.user = s != NULL ? s->user_name : NULL,
 		.kube_uid = s != NULL ? s->kube_uid : NULL,
-		.prog = kh_rconn_prog(c),
+		.prog = c->prog_state == KH_PROG_DONE ? &c->prog : NULL,
 		.cluster = c->cl->conf->name,
 		.method = c->req.head_done ? kh_rhttp_method(&c->req) : NULL,
 		.path = c->target,
@@ -253,6 +314,15 @@ kh_rconn_audit(struct kh_rconn *c)
 		.relay_note = c->note,
 		.origin = s != NULL ? &s->origin : NULL,
 	};
+	if (c->prog_state == KH_PROG_WAIT) {
+		json_t *line = kh_raudit_line(&r);
+
+		if (line != NULL && kh_rconn_defer(c, line) == 0)
+			return;
+		kh_raudit_write_line(c->rd->audit, line);
+		json_decref(line);
+		return;
+	}
 	kh_raudit_write(c->rd->audit, &r);
 }
 
@@ -1005,7 +1075,7 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		return;
 	}
 	kh_rconn_reading(c, true);
-	if (rd->audit != NULL)
+	if (kh_raudit_enabled(rd->audit))
 		kh_rconn_prog_ask(c, uid, inode);
 	/* The first request comes within handshake_timeout, or never. */
 	kh_rconn_arm(c, rd->policy->relay.handshake_timeout);

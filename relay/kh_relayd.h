@@ -110,6 +110,9 @@ struct kh_relayd {
 	struct event *prog_ev;
 	uint64_t prog_tag;
 	TAILQ_HEAD(kh_rconn_progq, kh_rconn) prog_wait;
+	/* Audit lines waiting for the finder's answer (kh_rconn.c). */
+	TAILQ_HEAD(kh_rdeferq, kh_rdefer) audit_wait;
+	unsigned naudit_wait;
 	/*
 	 * A session of u ends (forget, expiry): close u's client connections
 	 * and upstream connections to clusters of issuer (NULL = all); the

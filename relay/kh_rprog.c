@@ -93,40 +93,113 @@ kh_rprog_describe(int dir, struct kh_rprog *p)
 	p->cmdline[n] = '\0';
 }
 
+/*
+ * Where to look first.  A client usually makes several connections (the
+ * pids found last), or is new (the highest pids: pids are handed out in
+ * increasing order until they wrap), so those are read first; the rest
+ * of the uid's processes only when neither holds the socket.
+ */
+#define KH_RPROG_RECENT 16
+static int32_t kh_rprog_recent[KH_RPROG_RECENT];
+static unsigned kh_rprog_recent_next;
+
+/* Read the process `pid` (if it is uid's): 1 it holds the socket (p is
+ * filled), 0 not, -1 not uid's or gone. */
+static int
+kh_rprog_try(int procfd, int32_t pid, uid_t uid, const char *want, struct kh_rprog *p)
+{
+	char name[16];
+	struct stat st;
+	int dir, rc;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	/* /proc/PID belongs to the process's euid: a stat, no open, skips
+	 * every process of another user. */
+	if (fstatat(procfd, name, &st, 0) != 0 || st.st_uid != uid)
+		return -1;
+	dir = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	rc = kh_rprog_holds(dir, want) ? 1 : 0;
+	if (rc == 1) {
+		p->pid = pid;
+		kh_rprog_describe(dir, p);
+	}
+	(void)close(dir);
+	return rc;
+}
+
+void
+kh_rprog_forget(void)
+{
+	memset(kh_rprog_recent, 0, sizeof(kh_rprog_recent));
+	kh_rprog_recent_next = 0;
+}
+
+static int
+kh_rprog_cmp_desc(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return x > y ? -1 : x < y;
+}
+
 unsigned
 kh_rprog_find(uint64_t inode, uid_t uid, struct kh_rprog *p)
 {
 	char want[48];
-	unsigned looked = 0;
+	unsigned looked = 0, i;
+	int32_t *pids = NULL, *np;
+	size_t n = 0, cap = 0, k;
 	struct dirent *e;
 	struct stat st;
 	DIR *proc;
-	int dir;
+	int r;
 
 	memset(p, 0, sizeof(*p));
 	snprintf(want, sizeof(want), "socket:[%llu]", (unsigned long long)inode);
 	proc = opendir("/proc");
 	if (proc == NULL)
 		return 0;
-	while ((e = readdir(proc)) != NULL) {
-		if (!isdigit((unsigned char)e->d_name[0]))
+	for (i = 0; i < KH_RPROG_RECENT; i++) {
+		if (kh_rprog_recent[i] <= 0)
 			continue;
-		/* /proc/PID belongs to the process's euid: a stat, no open, skips
-		 * every process of another user. */
-		if (fstatat(dirfd(proc), e->d_name, &st, 0) != 0 || st.st_uid != uid)
-			continue;
-		dir = openat(dirfd(proc), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dir < 0)
-			continue;
-		looked++;
-		if (kh_rprog_holds(dir, want)) {
-			p->pid = (int32_t)strtol(e->d_name, NULL, 10);
-			kh_rprog_describe(dir, p);
-			(void)close(dir);
-			break;
-		}
-		(void)close(dir);
+		r = kh_rprog_try(dirfd(proc), kh_rprog_recent[i], uid, want, p);
+		looked += r >= 0;
+		if (r == 1)
+			goto found;
 	}
+	while ((e = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)e->d_name[0]) ||
+		    fstatat(dirfd(proc), e->d_name, &st, 0) != 0 || st.st_uid != uid)
+			continue;
+		if (n == cap) {
+			cap = cap != 0 ? cap * 2 : 256;
+			np = realloc(pids, cap * sizeof(*pids));
+			if (np == NULL)
+				break;          /* look at what was listed */
+			pids = np;
+		}
+		pids[n++] = (int32_t)strtol(e->d_name, NULL, 10);
+	}
+	if (n > 0)
+		qsort(pids, n, sizeof(*pids), kh_rprog_cmp_desc);
+	for (k = 0; k < n; k++) {
+		r = kh_rprog_try(dirfd(proc), pids[k], uid, want, p);
+		looked += r >= 0;
+		if (r == 1)
+			break;
+	}
+found:
+	if (p->pid > 0) {
+		for (i = 0; i < KH_RPROG_RECENT && kh_rprog_recent[i] != p->pid; i++)
+			;
+		if (i == KH_RPROG_RECENT) {
+			kh_rprog_recent[kh_rprog_recent_next] = p->pid;
+			kh_rprog_recent_next = (kh_rprog_recent_next + 1) % KH_RPROG_RECENT;
+		}
+	}
+	free(pids);
 	(void)closedir(proc);
 	return looked;
 }

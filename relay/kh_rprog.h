@@ -35,6 +35,8 @@ struct kh_rprog {
  * found); the number of processes whose fds were read, for the bench.
  */
 unsigned kh_rprog_find(uint64_t inode, uid_t uid, struct kh_rprog *p);
+/* Forget the pids found last (kh_rprog_find reads them first): the bench. */
+void kh_rprog_forget(void);
 
 /*
  * As root, before the drop: fork the finder, which becomes uid/gid

@@ -440,6 +440,7 @@ kh_relayd_free(struct kh_relayd *rd)
 		event_free(rd->pending_scan);
 	if (rd->pending_fd >= 0)
 		(void)close(rd->pending_fd);
+	kh_rconn_prog_shutdown(rd);
 	if (rd->prog_ev != NULL)
 		event_free(rd->prog_ev);
 	if (rd->prog_fd >= 0)
@@ -471,6 +472,7 @@ main(int argc, char **argv)
 	int rc = 1;
 
 	TAILQ_INIT(&rd.prog_wait);
+	TAILQ_INIT(&rd.audit_wait);
 	if (kh_relayd_args(argc, argv, &rd.opts, &check) != 0)
 		return 2;
 	kh_rlog_init(true, rd.opts.debug);
