@@ -49,6 +49,7 @@ for _ in $(seq 1 50); do grep -q '"path":"/kh-uid"' "$RELAY_AUDIT" && break; sle
 line=$(grep '"path":"/kh-uid"' "$RELAY_AUDIT" | tail -1)
 is "$(jq -r '"\(.kubeUid) \(.exe | split("/") | last)"' <<<"$line")" "bastion1:$carol:0a1b $(basename "$(readlink -f "$RELAY_KUBECTL")")" \
 	"the relay's audit line names the same UID and the kubectl that sent it" || diag "$line"
+diag "kh-goapi read the UID: $(relay_kc "$carol" get --raw /kh-uid; echo "$out")"
 
 # --- the reproduction -----------------------------------------------------------
 cat >"$KH_TMP/smuggle.py" <<EOF

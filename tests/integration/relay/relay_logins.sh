@@ -85,6 +85,8 @@ like "$(jq -r '"\(.pid) \(.exe) \(.cmdline)"' <<<"$line")" \
 	"^[0-9]+ [^ ]*/kubectl\\.1\\.33 [^ ]*kubectl\\.1\\.33 --kubeconfig $KC get --raw /kh-whoami\$" \
 	"... and the program: pid, executable and command line of $alice's kubectl" || diag "$line"
 diag "the relay's audit line: $line"
+login_run a1 "$K133 --kubeconfig $KC get --raw /kh-whoami"
+diag "the API server (nginx) saw: $out; its UID attribute: $(uid_of_dn "$out")"
 login_run a1 "$KUBEHSM status"
 like "$out" "UID: +$(hostname):$alice:" "kubehsm status shows the session's UID" || diag "$out"
 rec=$(record "$alice")
