@@ -266,11 +266,28 @@ kh_rprog_serve(int fd)
 	}
 }
 
+/* Close every descriptor from `from` on (close_range, or one by one on a
+ * kernel older than 5.9). */
+static int
+kh_rprog_close_from(int from)
+{
+	long max, i;
+
+	if (syscall(SYS_close_range, (unsigned)from, ~0U, 0) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -1;
+	max = sysconf(_SC_OPEN_MAX);
+	for (i = from; i < (max > 0 ? max : 65536); i++)
+		(void)close((int)i);
+	return 0;
+}
+
 int
 kh_rprog_finder_start(uid_t uid, gid_t gid, int *fd, pid_t *pid, kh_error *err)
 {
+	pid_t p, parent = getpid();
 	int sv[2];
-	pid_t p;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "socketpair: %s", strerror(errno));
@@ -282,8 +299,8 @@ kh_rprog_finder_start(uid_t uid, gid_t gid, int *fd, pid_t *pid, kh_error *err)
 	}
 	if (p == 0) {
 		/* Nothing of the relay's but stdio and its end of the pair. */
-		if (dup2(sv[1], 3) != 3 || syscall(SYS_close_range, 4U, ~0U, 0) != 0 ||
-		    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() == 1 ||
+		if (dup2(sv[1], 3) != 3 || kh_rprog_close_from(4) != 0 ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent ||
 		    kh_rprog_keep_caps(uid, gid) != 0)
 			_exit(1);
 		(void)prctl(PR_SET_NAME, "kh-relay-prog", 0, 0, 0);
