@@ -15,14 +15,14 @@
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <syslog.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -185,7 +185,7 @@ kh_rconn_prog_stop(struct kh_relayd *rd)
 	kh_rconn_defer_flush(rd, true, 0, NULL);
 }
 
-/* The finder answered (event callback, or kh_rconn_prog waiting). */
+/* The finder answered (its event, or kh_rconn_prog_shutdown waiting). */
 void
 kh_rconn_prog_readable(evutil_socket_t fd, short what, void *arg)
 {

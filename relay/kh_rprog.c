@@ -9,7 +9,7 @@
  * CAP_SETUID, which is more, and misses non-dumpable processes).  Both are
  * much more than the network-facing relay should hold, so the relay keeps
  * none, and this process — no listening socket, no TLS, no key, no file
- * but /proc, fed fixed-size messages of two integers — keeps them, as the
+ * but /proc, fed fixed-size questions (a tag, an inode, a uid) — keeps them, as the
  * relay's uid, with no_new_privs, not dumpable, and an empty bounding set
  * besides them.
  */
@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <grp.h>
 
 #include <linux/capability.h>
 
