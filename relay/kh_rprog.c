@@ -9,9 +9,9 @@
  * CAP_SETUID, which is more, and misses non-dumpable processes).  Both are
  * much more than the network-facing relay should hold, so the relay keeps
  * none, and this process — no listening socket, no TLS, no key, no file
- * but /proc, fed fixed-size questions (a tag, an inode, a uid) — keeps them, as the
- * relay's uid, with no_new_privs, not dumpable, and an empty bounding set
- * besides them.
+ * but /proc, fed fixed-size questions (a tag, an inode, a uid) — keeps
+ * them, as the relay's uid, with no_new_privs, not dumpable, and an empty
+ * bounding set besides them.
  */
 #include "config.h"
 
