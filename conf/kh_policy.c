@@ -168,6 +168,7 @@ kh_policy_free(struct kh_policy *p)
 	free(p->trust.crl_file);
 	kh_pol_strv_free(p->trust.domains, p->trust.ndomains);
 	free(p->identity.username);
+	free(p->identity.uid);
 	kh_pol_strv_free(p->identity.allow_groups, p->identity.nallow_groups);
 	kh_pol_strv_free(p->identity.deny_groups, p->identity.ndeny_groups);
 	for (i = 0; i < p->identity.ngroups; i++)

@@ -135,6 +135,9 @@ struct kh_policy {
 
 	struct {
 		char *username;   /* template, %u = PAM user */
+		/* template of the certificate's UID attribute ("": none):
+		 * KH_UID_ESCAPES, see kh_policy_uid_expand */
+		char *uid;
 		struct kh_group_rule *groups;
 		size_t ngroups;
 		/* A kube group is minted only if it matches an allow glob and no

@@ -221,6 +221,20 @@ kh_check_string_value(const struct kh_loader *ld, const config_setting_t *s,
 					      "only %%u (user name) and %%%% (a literal %%) are",
 					      section, key, v, bad[1]);
 	}
+	if (flags & KH_STR_UID_TEMPLATE) {
+		bad = kh_template_check_set(v, KH_UID_ESCAPES);
+		if (bad != NULL && bad[1] == '\0')
+			return kh_pol_fail_at(ld, s, "%s.%s: \"%s\" ends with a lone '%%'; write %%%% "
+					      "for a literal %%", section, key, v);
+		if (bad != NULL)
+			return kh_pol_fail_at(ld, s, "%s.%s: \"%s\": '%%%c' is not a template escape; "
+					      "%%h (host), %%u (user), %%U (uid), %%k (kube user), "
+					      "%%s (certificate serial) and %%%% are",
+					      section, key, v, bad[1]);
+		if (strlen(v) > KH_KUBE_UID_MAX)
+			return kh_pol_fail_at(ld, s, "%s.%s is longer than %d bytes", section, key,
+					      KH_KUBE_UID_MAX);
+	}
 	return 0;
 }
 

@@ -36,6 +36,7 @@ enum {
 	KH_STR_NONEMPTY = 1 << 0,  /* "" is an error */
 	KH_STR_ABSPATH  = 1 << 1,  /* absolute path (or "" if allowed) */
 	KH_STR_TEMPLATE = 1 << 2,  /* only %u and %% escapes */
+	KH_STR_UID_TEMPLATE = 1 << 3,  /* identity.uid: KH_UID_ESCAPES and %% */
 };
 
 /* What a named file must look like on disk. */

@@ -9,9 +9,13 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "conf/kh_policy.h"
 #include "lib/kh_duration.h"
+#include "lib/kh_template.h"
 #include "lib/kh_words.h"
 
 /* A libconfig string literal; control characters never load, so \ and " suffice. */
@@ -35,6 +39,45 @@ kh_print_str(FILE *out, const char *indent, const char *key, const char *v)
 	if (fprintf(out, "%s%s = ", indent, key) < 0 || kh_print_quoted(out, v) != 0)
 		return -1;
 	return fputs(";\n", out) == EOF ? -1 : 0;
+}
+
+/*
+ * identity.uid and, as a comment, what it becomes for an example login of
+ * "alice" (uid 1000) on this host: the value the API server's audit shows.
+ */
+static int
+kh_print_uid(FILE *out, const struct kh_policy *p)
+{
+	char host[256], *kube = NULL, *ex;
+	struct kh_template_var vars[5];
+	kh_error err = { 0 };
+	int rc;
+
+	if (kh_print_str(out, "  ", "uid", p->identity.uid) != 0)
+		return -1;
+	if (p->identity.uid[0] == '\0')
+		return fputs("  # no UID attribute in session certificates\n", out) == EOF ? -1 : 0;
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	kube = kh_template_expand(p->identity.username, "alice", &err);
+	vars[0] = (struct kh_template_var){ 'h', host };
+	vars[1] = (struct kh_template_var){ 'u', "alice" };
+	vars[2] = (struct kh_template_var){ 'U', "1000" };
+	vars[3] = (struct kh_template_var){ 'k', kube != NULL ? kube : "alice" };
+	vars[4] = (struct kh_template_var){ 's', "3f2a9c0e5b7d41e8a06c9d2f1b4e7a35" };
+	ex = kh_template_expand_vars(p->identity.uid, vars, 5, &err);
+	if (ex != NULL && strlen(ex) > KH_KUBE_UID_MAX)
+		rc = fprintf(out, "  # too long: over %d bytes for alice here; logins would "
+			     "fail\n", KH_KUBE_UID_MAX) < 0 ? -1 : 0;
+	else if (ex != NULL)
+		rc = fputs("  # e.g. for alice (uid 1000) here: ", out) == EOF ||
+		     kh_print_quoted(out, ex) != 0 || fputs("\n", out) == EOF ? -1 : 0;
+	else
+		rc = fprintf(out, "  # cannot expand: %s\n", err.msg) < 0 ? -1 : 0;
+	free(ex);
+	free(kube);
+	return rc;
 }
 
 /* `key = [ "a", "b" ];` on one line. */
@@ -203,6 +246,7 @@ kh_policy_print(const struct kh_policy *p, FILE *out)
 	     kh_print_list(out, "  ", "domains", p->trust.domains, p->trust.ndomains) != 0) ||
 	    fputs("};\nidentity = {\n", out) == EOF ||
 	    kh_print_str(out, "  ", "username", p->identity.username) != 0 ||
+	    kh_print_uid(out, p) != 0 ||
 	    fputs(p->identity.ngroups == 0 ? "  groups = [ ];\n" : "  groups = [\n", out) == EOF)
 		return -1;
 	for (i = 0; i < p->identity.ngroups; i++) {

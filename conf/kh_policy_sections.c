@@ -31,7 +31,7 @@ static const char *const kh_forward_keys[] = { "module", "socket", NULL };
 static const char *const kh_token_keys[] = { "uri", "label", "key_label", "key_id", NULL };
 static const char *const kh_trust_keys[] = { "ca_file", "crl_file", "map", "domains", NULL };
 static const char *const kh_identity_keys[] = {
-	"username", "groups", "allow_groups", "deny_groups", NULL,
+	"username", "uid", "groups", "allow_groups", "deny_groups", NULL,
 };
 static const char *const kh_issuer_keys[] = {
 	"id", "key", "module", "env", "cert_file", "pin_file", "key_type", NULL,
@@ -300,6 +300,8 @@ kh_pol_load_identity(const struct kh_loader *ld, const config_setting_t *root, s
 	if (kh_pol_get_section(ld, root, "identity", false, kh_identity_keys, &g) != 0 ||
 	    kh_pol_get_string(ld, g, "identity", "username", KH_DEFAULT_USERNAME,
 			      KH_STR_NONEMPTY | KH_STR_TEMPLATE, &p->identity.username, NULL) != 0 ||
+	    kh_pol_get_string(ld, g, "identity", "uid", "", KH_STR_UID_TEMPLATE,
+			      &p->identity.uid, NULL) != 0 ||
 	    kh_pol_get_string_list(ld, g, "identity", "allow_groups", allow_all, KH_STR_NONEMPTY,
 				   &p->identity.allow_groups, &p->identity.nallow_groups, NULL) != 0 ||
 	    kh_pol_get_string_list(ld, g, "identity", "deny_groups", deny_system, KH_STR_NONEMPTY,

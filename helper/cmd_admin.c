@@ -2,6 +2,7 @@
  * kubehsm admin list [--json]           — every user's kube sessions (root)
  * kubehsm admin revoke USER [--issuer ID] — end one user's session (root)
  * kubehsm admin audit [--user U] [--since T] [--cluster C] [--json]
+ *                     [--program GLOB] [--pid N]
  *                                       — kubehsm-relayd's audit log, filtered
  *
  * The records live in each user's own keyring; reaching another uid's
@@ -12,8 +13,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +39,8 @@ kh_admin_usage(FILE *out)
 		"Usage: kubehsm admin list [--json]\n"
 		"       kubehsm admin scan [--json] [--ttl D] [--user U]... [PATH...]\n"
 		"       kubehsm admin revoke USER [--issuer ID]\n"
-		"       kubehsm admin audit [--user U] [--since T] [--cluster C] [--json]\n\n"
+		"       kubehsm admin audit [--user U] [--since T] [--cluster C]\n"
+		"                           [--program GLOB] [--pid N] [--json]\n\n"
 		"Administrator views of the kube session cache.  They read and change\n"
 		"other users' kernel keyrings, which only root can: run them with sudo,\n"
 		"or through pkexec (polkit action org.kubehsm.admin-sessions, auth_admin).\n\n"
@@ -46,12 +50,16 @@ kh_admin_usage(FILE *out)
 		"                  stops getting credentials for them until they log in\n"
 		"  --issuer ID     revoke that issuer's session (default: the default issuer)\n"
 		"  audit           kubehsm-relayd's audit log (policy relay.audit.file): one\n"
-		"                  line per request with uid, user, login origin, method,\n"
+		"                  line per request with uid, user, login origin, client\n"
+		"                  program (pid and executable; ? when not found), method,\n"
 		"                  path, status, bytes and duration\n"
 		"  --user U        only U's requests (a user name or uid)\n"
 		"  --since T       only from T on: RFC 3339 (2026-11-24T21:00:00Z) or a\n"
 		"                  duration back from now (30m, 2h, 1d)\n"
 		"  --cluster C     only requests to relay cluster C\n"
+		"  --program GLOB  only requests of programs whose executable (its path or\n"
+		"                  base name) matches GLOB, e.g. kubectl*\n"
+		"  --pid N         only requests of process N\n"
 		"  --file FILE     read FILE instead of relay.audit.file\n"
 		"  --json          list as a JSON array; audit: the matching lines as they\n"
 		"                  are in the log (one JSON object per line, for jq)\n"
@@ -231,6 +239,9 @@ struct kh_audit_filter {
 	bool by_uid;
 	uid_t uid;
 	const char *cluster;
+	const char *program;    /* glob on the executable's path or base name */
+	bool has_pid;
+	long pid;
 	bool has_since;
 	time_t since;
 	bool json;
@@ -276,6 +287,16 @@ kh_audit_match(json_t *o, const struct kh_audit_filter *f)
 		return false;
 	if (f->cluster != NULL && (cl == NULL || strcmp(cl, f->cluster) != 0))
 		return false;
+	if (f->has_pid && json_integer_value(json_object_get(o, "pid")) != (json_int_t)f->pid)
+		return false;
+	if (f->program != NULL) {
+		const char *exe = json_string_value(json_object_get(o, "exe"));
+		const char *base = exe != NULL ? strrchr(exe, '/') : NULL;
+
+		if (exe == NULL || (fnmatch(f->program, exe, 0) != 0 &&
+				    (base == NULL || fnmatch(f->program, base + 1, 0) != 0)))
+			return false;
+	}
 	if (f->has_since && (t == NULL || kh_audit_since(t, &when) != 0 || when < f->since))
 		return false;
 	return true;
@@ -290,23 +311,43 @@ kh_jstr(json_t *o, const char *key)
 	return s != NULL ? s : "-";
 }
 
+/* The PROGRAM column: "PID NAME" (the executable's base name), "?" when
+ * the relay could not find the process, "-" on a line older than that. */
+static void
+kh_audit_program(json_t *o, char *buf, size_t cap)
+{
+	json_t *pid = json_object_get(o, "pid");
+	const char *exe = json_string_value(json_object_get(o, "exe"));
+	const char *base = exe != NULL ? strrchr(exe, '/') : NULL;
+
+	if (pid == NULL)
+		(void)snprintf(buf, cap, "-");
+	else if (!json_is_integer(pid))
+		(void)snprintf(buf, cap, "?");
+	else
+		(void)snprintf(buf, cap, "%lld %s", (long long)json_integer_value(pid),
+			       base != NULL ? base + 1 : exe != NULL ? exe : "?");
+}
+
 static void
 kh_audit_print_row(json_t *o)
 {
 	json_t *orig = json_object_get(o, "origin");
-	char origin[300] = "-";
+	char origin[300] = "-", prog[300];
 
 	if (json_is_object(orig))
 		(void)snprintf(origin, sizeof(origin), "%s%s%s", kh_jstr(orig, "service"),
 			       json_object_get(orig, "rhost") != NULL ? "@" : "",
 			       json_object_get(orig, "rhost") != NULL ? kh_jstr(orig, "rhost") : "");
-	printf("%-24s %-6lld %-12s %-8s %-7s %-4lld %8lld %8lld %9.2f %-20s %s%s\n",
+	kh_audit_program(o, prog, sizeof(prog));
+	printf("%-24s %-6lld %-12s %-8s %-7s %-4lld %8lld %8lld %9.2f %-20s %-22s %s%s\n",
 	       kh_jstr(o, "time"), (long long)json_integer_value(json_object_get(o, "uid")),
 	       kh_jstr(o, "user"), kh_jstr(o, "cluster"), kh_jstr(o, "method"),
 	       (long long)json_integer_value(json_object_get(o, "status")),
 	       (long long)json_integer_value(json_object_get(o, "bytesIn")),
 	       (long long)json_integer_value(json_object_get(o, "bytesOut")),
-	       json_number_value(json_object_get(o, "durationMs")), origin, kh_jstr(o, "path"),
+	       json_number_value(json_object_get(o, "durationMs")), origin, prog,
+	       kh_jstr(o, "path"),
 	       json_is_true(json_object_get(o, "watch")) ? "  (watch)" :
 	       json_is_true(json_object_get(o, "upgrade")) ? "  (upgrade)" : "");
 }
@@ -325,8 +366,9 @@ kh_admin_audit_file(const char *file, const struct kh_audit_filter *f)
 		return KH_EXIT_FAIL;
 	}
 	if (!f->json)
-		printf("%-24s %-6s %-12s %-8s %-7s %-4s %8s %8s %9s %-20s %s\n", "TIME", "UID",
-		       "USER", "CLUSTER", "METHOD", "CODE", "IN", "OUT", "MS", "ORIGIN", "PATH");
+		printf("%-24s %-6s %-12s %-8s %-7s %-4s %8s %8s %9s %-20s %-22s %s\n", "TIME",
+		       "UID", "USER", "CLUSTER", "METHOD", "CODE", "IN", "OUT", "MS", "ORIGIN",
+		       "PROGRAM", "PATH");
 	while ((n = getline(&line, &cap, in)) > 0) {
 		json_t *o = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
 
@@ -407,6 +449,21 @@ kh_cmd_admin_audit(int argc, char **argv)
 			i++;
 		} else if (v != NULL && strcmp(argv[i], "--cluster") == 0) {
 			f.cluster = v;
+			i++;
+		} else if (v != NULL && strcmp(argv[i], "--program") == 0) {
+			f.program = v;
+			i++;
+		} else if (v != NULL && strcmp(argv[i], "--pid") == 0) {
+			char *end;
+
+			errno = 0;
+			f.pid = strtol(v, &end, 10);
+			if (v[0] == '\0' || *end != '\0' || errno != 0 || f.pid <= 0 ||
+			    f.pid > INT32_MAX) {
+				kh_cli_error("admin audit: --pid '%s' is not a process id", v);
+				return KH_EXIT_USAGE;
+			}
+			f.has_pid = true;
 			i++;
 		} else if (v != NULL && strcmp(argv[i], "--file") == 0) {
 			file = v;

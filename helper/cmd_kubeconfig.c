@@ -70,6 +70,30 @@ front_end_path(char *buf, size_t size)
 	return access(buf, X_OK) == 0 ? buf : KH_FRONT_PATH;
 }
 
+/*
+ * kubectl 1.35's kuberc may restrict credential plugins
+ * (credentialPluginPolicy: DenyAll, or Allowlist): the entry above then
+ * fails with 'plugin "..." not allowed'.  Comment lines (YAML and shell
+ * alike) say what to allow; the allowlist entry's field is "name" in
+ * kubectl 1.35 and "command" from 1.36.  The relay's kubeconfig runs no
+ * plugin at all.
+ */
+static void
+kh_kubeconfig_kuberc_note(const char *command)
+{
+	printf("# kubectl 1.35+ with a kuberc credentialPluginPolicy (e.g. DenyAll) refuses\n"
+	       "# this plugin ('plugin \"...\" not allowed'): allow it in ~/.kube/kuberc:\n"
+	       "#   apiVersion: kubectl.config.k8s.io/v1beta1\n"
+	       "#   kind: Preference\n"
+	       "#   credentialPluginPolicy: Allowlist\n"
+	       "#   credentialPluginAllowlist:\n"
+	       "#   - name: %s      # kubectl 1.35\n"
+	       "#   - command: %s   # kubectl 1.36 and later\n"
+	       "# (keep the one your kubectl reads), or use kubehsm-relayd's kubeconfig\n"
+	       "# ('kubehsm kubeconfig --relay'), which needs no plugin at all.\n",
+	       command, command);
+}
+
 int
 kh_cmd_kubeconfig(int argc, char **argv)
 {
@@ -138,7 +162,8 @@ kh_cmd_kubeconfig(int argc, char **argv)
 		       merge, merge, name, api, command, api,
 		       issuer ? " --exec-arg=--issuer --exec-arg=" : "",
 		       issuer ? issuer : "", merge, name);
-		return KH_EXIT_OK;
+		kh_kubeconfig_kuberc_note(command);
+		return fflush(stdout) == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
 	}
 	printf("users:\n"
 	       "- name: %s\n"
@@ -154,5 +179,6 @@ kh_cmd_kubeconfig(int argc, char **argv)
 		printf("      - --issuer\n      - %s\n", issuer);
 	printf("      interactiveMode: Never\n"
 	       "      provideClusterInfo: true\n");
+	kh_kubeconfig_kuberc_note(command);
 	return fflush(stdout) == 0 ? KH_EXIT_OK : KH_EXIT_FAIL;
 }

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "conf/kh_policy.h"
 #include "lib/kh_exec_proto.h"
 #include "lib/kh_relay_client.h"
+#include "lib/kh_x509.h"
 
 static void
 kh_status_usage(FILE *out)
@@ -101,6 +103,24 @@ kh_pem_name(const char *pem, bool issuer, char *buf, size_t size)
 	BIO_free(m);
 }
 
+/* The session certificate's UID attribute (identity.uid): a new string,
+ * or NULL when it has none (or it cannot be read: status still shows the
+ * rest). */
+static char *
+kh_pem_uid(const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	kh_error err = { 0 };
+	char *uid = NULL;
+
+	if (x != NULL && kh_x509_kube_uid(x, &uid, &err) != 0)
+		uid = NULL;
+	X509_free(x);
+	BIO_free(b);
+	return uid;
+}
+
 static const char *
 kh_miss_name(enum kh_cache_miss m)
 {
@@ -130,7 +150,7 @@ kh_fmt_left(long long s, char *buf, size_t size)
 static int
 kh_status_json(const struct kh_record *rec, enum kh_cache_miss miss, const char *msg,
 	       const char *issuer, const char *iss_name, const char *tok_name,
-	       char *exp, long long left)
+	       const char *kube_uid, char *exp, long long left)
 {
 	json_t *o = json_object(), *g;
 	size_t i;
@@ -146,6 +166,8 @@ kh_status_json(const struct kh_record *rec, enum kh_cache_miss miss, const char 
 		json_object_set_new(o, "user", json_string(rec->user));
 		json_object_set_new(o, "uid", json_integer((json_int_t)rec->uid));
 		json_object_set_new(o, "username", json_string(rec->kube_user));
+		json_object_set_new(o, "kubeUid", kube_uid != NULL ? json_string(kube_uid) :
+				    json_null());
 		g = json_array();
 		for (i = 0; i < rec->ngroups; i++)
 			json_array_append_new(g, json_string(rec->groups[i]));
@@ -176,6 +198,7 @@ kh_cmd_status(int argc, char **argv)
 	enum kh_cache_miss miss = KH_MISS_NONE;
 	char exp[32] = "", iss_name[512] = "", tok_name[512] = "", left_s[32];
 	long long left = 0;
+	char *kube_uid = NULL;
 	kh_error err;
 	size_t i;
 	int rc = KH_EXIT_OK;
@@ -190,7 +213,7 @@ kh_cmd_status(int argc, char **argv)
 			return KH_EXIT_FAIL;
 		}
 		if (json)
-			kh_status_json(NULL, miss, err.msg, issuer, "", "", exp, 0);
+			kh_status_json(NULL, miss, err.msg, issuer, "", "", NULL, exp, 0);
 		else
 			printf("No kube session (%s): %s\n", kh_miss_name(miss), err.msg);
 		return KH_EXIT_FAIL;
@@ -201,14 +224,18 @@ kh_cmd_status(int argc, char **argv)
 	kh_pem_name(rec->cert_chain_pem, true, iss_name, sizeof(iss_name));
 	if (rec->token_cert_pem != NULL)
 		kh_pem_name(rec->token_cert_pem, false, tok_name, sizeof(tok_name));
+	kube_uid = kh_pem_uid(rec->cert_chain_pem);
 	if (json) {
-		if (kh_status_json(rec, KH_MISS_NONE, NULL, issuer, iss_name, tok_name, exp, left) != 0)
+		if (kh_status_json(rec, KH_MISS_NONE, NULL, issuer, iss_name, tok_name, kube_uid,
+				   exp, left) != 0)
 			rc = KH_EXIT_FAIL;
 	} else {
 		kh_fmt_left(left, left_s, sizeof(left_s));
 		printf("Kube session:  active\n");
 		printf("User:          %s (uid %lu)\n", rec->user, (unsigned long)rec->uid);
 		printf("Identity:      %s\n", rec->kube_user);
+		printf("UID:           %s\n", kube_uid != NULL ? kube_uid :
+		       "(none: identity.uid is not set)");
 		printf("Groups:        ");
 		for (i = 0; i < rec->ngroups; i++)
 			printf("%s%s", i ? ", " : "", rec->groups[i]);
@@ -226,6 +253,7 @@ kh_cmd_status(int argc, char **argv)
 	}
 	if (fflush(stdout) != 0)
 		rc = KH_EXIT_FAIL;
+	free(kube_uid);
 	kh_record_free(rec);
 	return rc;
 }

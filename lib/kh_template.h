@@ -36,4 +36,29 @@ bool kh_template_uses(const char *tmpl, char escape);
 char *kh_template_expand_escape(const char *tmpl, char escape, const char *value,
 				kh_error *err);
 
+/*
+ * identity.uid's escapes: %h the host's name, %u the local account, %U its
+ * uid, %k the kube user name, %s the session certificate's serial (hex).
+ * A UID is at most KH_KUBE_UID_MAX bytes (template and expansion).
+ */
+#define KH_UID_ESCAPES "huUks"
+#define KH_KUBE_UID_MAX 256
+
+/* One escape letter and what it stands for (NULL or "": cannot expand). */
+struct kh_template_var {
+	char escape;
+	const char *value;
+};
+
+/* The first '%' in tmpl not followed by one of `escapes` or '%', or NULL. */
+const char *kh_template_check_set(const char *tmpl, const char *escapes);
+
+/*
+ * The general form: each "%<vars[i].escape>" -> vars[i].value, "%%" -> "%".
+ * An escape not in vars, an escape used whose value is NULL or empty, or a
+ * result over KH_TEMPLATE_MAX fails with KH_ERR_INPUT.
+ */
+char *kh_template_expand_vars(const char *tmpl, const struct kh_template_var *vars, size_t n,
+			      kh_error *err);
+
 #endif

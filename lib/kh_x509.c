@@ -1,14 +1,17 @@
 #include "config.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/asn1.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/objects.h>
 #include <openssl/x509v3.h>
 
 #include "lib/kh_mem.h"
@@ -447,6 +450,139 @@ kh_x509_subject_values(X509 *cert, const char *attr, char ***values, size_t *n,
 	return 0;
 }
 
+/* ---- the UID attribute ---- */
+
+int
+kh_x509_uid_check(const char *uid, kh_error *err)
+{
+	ASN1_STRING *as = NULL;
+	size_t n, i;
+
+	n = uid != NULL ? strlen(uid) : 0;
+	if (n == 0 || n > KH_KUBE_UID_MAX)
+		return kh_fail(err, KH_ERR_INPUT, "the UID is empty or longer than %d bytes",
+			       KH_KUBE_UID_MAX);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)uid[i];
+
+		/* C0 and DEL; C1 (U+0080..U+009F) is 0xC2 0x80..0x9F in UTF-8. */
+		if (c < 0x20 || c == 0x7f ||
+		    (c == 0xc2 && i + 1 < n && (unsigned char)uid[i + 1] >= 0x80 &&
+		     (unsigned char)uid[i + 1] <= 0x9f))
+			return kh_fail(err, KH_ERR_INPUT, "the UID contains a control character");
+	}
+	/* OpenSSL's own UTF-8 decoder says whether it is UTF-8 at all. */
+	if (ASN1_mbstring_copy(&as, (const unsigned char *)uid, (int)n, MBSTRING_UTF8,
+			       B_ASN1_UTF8STRING) < 0)
+		return kh_fail_ssl(err, KH_ERR_INPUT, "the UID is not valid UTF-8");
+	ASN1_STRING_free(as);
+	return 0;
+}
+
+static ASN1_OBJECT *
+kh_uid_obj(kh_error *err)
+{
+	/* no_name = 1: the dotted number itself, nothing registered. */
+	ASN1_OBJECT *obj = OBJ_txt2obj(KH_KUBE_UID_OID, 1);
+
+	if (obj == NULL)
+		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot make the UID attribute's OID");
+	return obj;
+}
+
+int
+kh_x509_kube_uid(X509 *cert, char **uid, kh_error *err)
+{
+	X509_NAME *name = X509_get_subject_name(cert);
+	ASN1_OBJECT *obj;
+	unsigned char *utf8 = NULL;
+	int idx, n, rc = -1;
+
+	*uid = NULL;
+	if ((obj = kh_uid_obj(err)) == NULL)
+		return -1;
+	idx = X509_NAME_get_index_by_OBJ(name, obj, -1);
+	if (idx < 0) {
+		rc = 0;
+		goto out;
+	}
+	if (X509_NAME_get_index_by_OBJ(name, obj, idx) >= 0) {
+		kh_fail(err, KH_ERR_REFUSED, "the certificate names two UIDs");
+		goto out;
+	}
+	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx)));
+	if (n < 0) {
+		kh_fail_ssl(err, KH_ERR_REFUSED, "the certificate's UID cannot be decoded");
+		goto out;
+	}
+	if (memchr(utf8, '\0', (size_t)n) != NULL) {
+		kh_fail(err, KH_ERR_REFUSED, "the certificate's UID contains a NUL byte");
+		goto out;
+	}
+	*uid = strndup((const char *)utf8, (size_t)n);
+	if (*uid == NULL) {
+		kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (kh_x509_uid_check(*uid, err) != 0) {
+		free(*uid);
+		*uid = NULL;
+		goto out;
+	}
+	rc = 0;
+out:
+	OPENSSL_free(utf8);
+	ASN1_OBJECT_free(obj);
+	return rc;
+}
+
+/* identity.uid expanded for this certificate (its serial is set). */
+static int
+kh_mint_uid(X509 *x, X509_NAME *name, const struct kh_mint_request *req, kh_error *err)
+{
+	struct kh_template_var vars[16];
+	ASN1_OBJECT *obj = NULL;
+	BIGNUM *bn = NULL;
+	char *serial = NULL, *uid = NULL;
+	size_t i;
+	int rc = -1;
+
+	if (req->uid_template == NULL || req->uid_template[0] == '\0')
+		return 0;
+	if (req->nuid_vars >= sizeof(vars) / sizeof(vars[0]))
+		return kh_fail(err, KH_ERR_INTERNAL, "too many UID template escapes");
+	bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+	serial = bn != NULL ? BN_bn2hex(bn) : NULL;
+	if (serial == NULL) {
+		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot print the serial number");
+		goto out;
+	}
+	for (i = 0; serial[i] != '\0'; i++)       /* as kubehsm status prints it */
+		serial[i] = (char)tolower((unsigned char)serial[i]);
+	for (i = 0; i < req->nuid_vars; i++)
+		vars[i] = req->uid_vars[i];
+	vars[i++] = (struct kh_template_var){ 's', serial };
+	uid = kh_template_expand_vars(req->uid_template, vars, i, err);
+	if (uid == NULL || kh_x509_uid_check(uid, err) != 0)
+		goto out;
+	if ((obj = kh_uid_obj(err)) == NULL)
+		goto out;
+	/* The bytes were checked as UTF-8 above: a UTF8String whatever
+	 * OpenSSL's global string mask says. */
+	if (X509_NAME_add_entry_by_OBJ(name, obj, V_ASN1_UTF8STRING, (const unsigned char *)uid,
+				       -1, -1, 0) != 1) {
+		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot put the UID in the subject");
+		goto out;
+	}
+	rc = 0;
+out:
+	ASN1_OBJECT_free(obj);
+	OPENSSL_free(serial);
+	BN_free(bn);
+	free(uid);
+	return rc;
+}
+
 /* ---- minting ---- */
 
 static int
@@ -492,6 +628,8 @@ kh_mint_subject(X509 *x, const struct kh_mint_request *req, kh_error *err)
 			goto out;
 		}
 	}
+	if (kh_mint_uid(x, name, req, err) != 0)
+		goto out;
 	if (X509_set_subject_name(x, name) != 1) {
 		kh_fail_ssl(err, KH_ERR_INTERNAL, "cannot set the subject");
 		goto out;

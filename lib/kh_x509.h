@@ -17,6 +17,7 @@
 #include <openssl/x509.h>
 
 #include "lib/kh_error.h"
+#include "lib/kh_template.h"
 #include "lib/kh_words.h"
 
 /* notBefore of a minted certificate is this far in the past (clock skew). */
@@ -63,7 +64,27 @@ struct kh_mint_request {
 	 * notAfter): a session outliving the issuer certificate is refused. */
 	time_t not_after;
 	time_t now;                  /* 0 = the current time */
+	/* identity.uid: NULL or "": no UID attribute.  Else a template whose
+	 * %s is the certificate's serial number (hex, set here) and whose
+	 * other escapes are uid_vars; the result is checked as
+	 * kh_x509_uid_check does and becomes the subject's KH_KUBE_UID_OID. */
+	const char *uid_template;
+	const struct kh_template_var *uid_vars;
+	size_t nuid_vars;
 };
+
+/* The subject attribute Kubernetes (>= 1.33, AllowParsingUserUIDFromCertAuth)
+ * reads as the user's UID, a UTF8String; older API servers ignore it. */
+#define KH_KUBE_UID_OID "1.3.6.1.4.1.57683.2"
+
+/* A UID as it may be minted: 1..KH_KUBE_UID_MAX bytes of valid UTF-8 with
+ * no control character (C0, DEL, C1).  0, or -1 + err (KH_ERR_INPUT). */
+int kh_x509_uid_check(const char *uid, kh_error *err);
+
+/* The certificate's UID attribute: *uid = a new string (free()), or NULL
+ * when it has none.  Two of them, or one that fails kh_x509_uid_check,
+ * are refused.  0, or -1 + err. */
+int kh_x509_kube_uid(X509 *cert, char **uid, kh_error *err);
 
 /* Issue the session certificate; *pem is a NUL-terminated PEM string (free()). */
 int kh_x509_mint(const struct kh_mint_request *req, char **pem, kh_error *err);

@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -191,6 +192,20 @@ mint_record(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_
 	kh_pam_time_add(opts, KH_STEP_ISSUER);
 	not_after = min_time(min_time(now + policy->session.ttl, l->token_not_after),
 			     issuer_not_after);
+	char host[256], uidnum[24];
+	struct kh_template_var uid_vars[4];
+
+	/* identity.uid's escapes but %s (the serial, which kh_x509_mint sets). */
+	if (gethostname(host, sizeof(host)) != 0) {
+		kh_fail(err, KH_ERR_INTERNAL, "gethostname: %s", strerror(errno));
+		goto out;
+	}
+	host[sizeof(host) - 1] = '\0';
+	snprintf(uidnum, sizeof(uidnum), "%lu", (unsigned long)l->uid);
+	uid_vars[0] = (struct kh_template_var){ 'h', host };
+	uid_vars[1] = (struct kh_template_var){ 'u', l->user };
+	uid_vars[2] = (struct kh_template_var){ 'U', uidnum };
+	uid_vars[3] = (struct kh_template_var){ 'k', l->kube_user };
 	struct kh_mint_request req = {
 		.issuer_cert = sk_X509_value(chain, 0),
 		.issuer_key = issuer_key,
@@ -200,6 +215,9 @@ mint_record(pam_handle_t *pamh, const struct kh_pam_opts *opts, const struct kh_
 		.ngroups = l->ngroups,
 		.not_after = not_after,
 		.now = now,
+		.uid_template = policy->identity.uid,
+		.uid_vars = uid_vars,
+		.nuid_vars = sizeof(uid_vars) / sizeof(uid_vars[0]),
 	};
 	kh_pam_time_mark(opts);
 	if (kh_x509_mint(&req, &cert_pem, err) != 0 ||

@@ -82,15 +82,54 @@ kh_raudit_origin(const struct kh_relay_origin *o)
 	return j;
 }
 
+/*
+ * Who asked: the session certificate's UID (what the API server's audit
+ * shows as user.uid), and the client program, once per connection: its
+ * pid, executable and command line (NULs made spaces, cut at
+ * KH_RPROG_CMD_MAX: "cmdlineCut"), each null when it could not be found.
+ * jansson escapes them; bytes that are not UTF-8 are made '?' first, as
+ * json_string takes UTF-8 only.
+ */
+static json_t *
+kh_raudit_text(const char *s)
+{
+	char buf[KH_RPROG_CMD_MAX + KH_RPROG_EXE_MAX + 2];
+	json_t *j = json_string(s);
+	size_t i;
+
+	if (j != NULL)
+		return j;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (i = 0; buf[i] != '\0'; i++)
+		if ((unsigned char)buf[i] >= 0x80)
+			buf[i] = '?';
+	return json_string(buf);
+}
+
 int
-kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap)
+kh_raudit_set_prog(json_t *o, const struct kh_rprog *prog)
+{
+	const struct kh_rprog *p = prog != NULL && prog->pid > 0 ? prog : NULL;
+
+	if (json_object_set_new(o, "pid", p != NULL ? json_integer(p->pid) : json_null()) != 0 ||
+	    json_object_set_new(o, "exe", p != NULL && p->exe[0] != '\0' ?
+				kh_raudit_text(p->exe) : json_null()) != 0 ||
+	    json_object_set_new(o, "cmdline", p != NULL && p->cmdline[0] != '\0' ?
+				kh_raudit_text(p->cmdline) : json_null()) != 0)
+		return -1;
+	if (p != NULL && p->cmdline_cut && json_object_set_new(o, "cmdlineCut", json_true()) != 0)
+		return -1;
+	return 0;
+}
+
+json_t *
+kh_raudit_line(const struct kh_raudit_rec *r)
 {
 	char when[48], path[KH_RAUDIT_LINE_MAX / 2];
 	json_t *o;
-	size_t n;
 
-	if (cap < 2 || kh_raudit_time(&r->start, when, sizeof(when)) != 0)
-		return -1;
+	if (kh_raudit_time(&r->start, when, sizeof(when)) != 0)
+		return NULL;
 	kh_raudit_clean_path(r->path != NULL ? r->path : "", path, sizeof(path));
 	o = json_pack("{s:s, s:I, s:o, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:b, s:b, s:o}",
 		      "time", when,
@@ -107,24 +146,51 @@ kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap)
 		      "upgrade", r->upgrade,
 		      "origin", r->origin != NULL ? kh_raudit_origin(r->origin) : json_null());
 	if (o == NULL)
-		return -1;
+		return NULL;
 	if ((r->path_cut || strlen(path) + 4 >= sizeof(path)) &&
 	    json_object_set_new(o, "pathCut", json_true()) != 0)
 		goto fail;
 	if (r->relay_note != NULL &&
 	    json_object_set_new(o, "relay", json_string(r->relay_note)) != 0)
 		goto fail;
+	if (json_object_set_new(o, "kubeUid", r->kube_uid != NULL ?
+				kh_raudit_text(r->kube_uid) : json_null()) != 0 ||
+	    kh_raudit_set_prog(o, r->prog) != 0)
+		goto fail;
+	return o;
+fail:
+	json_decref(o);
+	return NULL;
+}
+
+/* The line (with its '\n', then a NUL) into buf: its length, or -1. */
+static int
+kh_raudit_dump(json_t *o, char *buf, size_t cap)
+{
+	size_t n;
+
+	if (cap < 2)
+		return -1;
 	n = json_dumpb(o, buf, cap - 2, JSON_COMPACT | JSON_PRESERVE_ORDER |
 		       JSON_REAL_PRECISION(6));
-	json_decref(o);
 	if (n == 0 || n > cap - 2)
 		return -1;
 	buf[n++] = '\n';
 	buf[n] = '\0';
 	return (int)n;
-fail:
+}
+
+int
+kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap)
+{
+	json_t *o = kh_raudit_line(r);
+	int n;
+
+	if (o == NULL)
+		return -1;
+	n = kh_raudit_dump(o, buf, cap);
 	json_decref(o);
-	return -1;
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -288,14 +354,14 @@ kh_raudit_follow(struct kh_raudit *a)
 }
 
 void
-kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r)
+kh_raudit_write_line(struct kh_raudit *a, json_t *o)
 {
 	char line[KH_RAUDIT_LINE_MAX];
 	int n;
 
-	if (a == NULL || (a->fd < 0 && !a->to_syslog))
+	if (a == NULL || o == NULL || (a->fd < 0 && !a->to_syslog))
 		return;
-	n = kh_raudit_format(r, line, sizeof(line));
+	n = kh_raudit_dump(o, line, sizeof(line));
 	if (n <= 0)
 		return;
 	if (a->fd >= 0) {
@@ -312,6 +378,24 @@ kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r)
 	}
 	if (a->to_syslog)
 		syslog(LOG_AUTHPRIV | LOG_INFO, "%.*s", n - 1, line);
+}
+
+void
+kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r)
+{
+	json_t *o;
+
+	if (a == NULL || (a->fd < 0 && !a->to_syslog))
+		return;
+	o = kh_raudit_line(r);
+	kh_raudit_write_line(a, o);
+	json_decref(o);
+}
+
+bool
+kh_raudit_enabled(const struct kh_raudit *a)
+{
+	return a != NULL && (a->fd >= 0 || a->to_syslog);
 }
 
 void

@@ -27,8 +27,11 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "lib/kh_error.h"
 #include "lib/kh_relay_proto.h"
+#include "relay/kh_rprog.h"
 
 /* Longest line written (a longer path is cut to fit; "pathCut" says so). */
 #define KH_RAUDIT_LINE_MAX 8192
@@ -38,6 +41,8 @@ struct kh_raudit_rec {
 	int64_t duration_ns;
 	uid_t uid;
 	const char *user;               /* NULL: no session */
+	const char *kube_uid;           /* the session certificate's UID, NULL: none */
+	const struct kh_rprog *prog;    /* the client program, NULL: not looked up */
 	const char *cluster;
 	const char *method;
 	const char *path;               /* the request target, as sent */
@@ -51,6 +56,13 @@ struct kh_raudit_rec {
 
 /* The line (with its '\n', then a NUL) into buf: its length, or -1. */
 int kh_raudit_format(const struct kh_raudit_rec *r, char *buf, size_t cap);
+
+/* The line as a JSON object (NULL: out of memory), for a caller that
+ * completes it later: the program is found after the request may end. */
+json_t *kh_raudit_line(const struct kh_raudit_rec *r);
+/* Set (or replace) the line's pid, exe and cmdline: null when p is NULL
+ * or found nothing.  0, or -1. */
+int kh_raudit_set_prog(json_t *o, const struct kh_rprog *p);
 
 struct kh_raudit;
 
@@ -71,6 +83,10 @@ struct kh_raudit *kh_raudit_open(const char *file, bool to_syslog, uid_t uid, gi
  * stays in use if the new cannot be opened (it is not created). */
 int kh_raudit_reopen(struct kh_raudit *a, kh_error *err);
 void kh_raudit_write(struct kh_raudit *a, const struct kh_raudit_rec *r);
+/* Write a line made by kh_raudit_line (not consumed). */
+void kh_raudit_write_line(struct kh_raudit *a, json_t *o);
+/* Whether lines go anywhere (a file or syslog). */
+bool kh_raudit_enabled(const struct kh_raudit *a);
 void kh_raudit_free(struct kh_raudit *a);
 
 #endif

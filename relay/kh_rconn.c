@@ -17,10 +17,12 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@
 #include "relay/kh_rhttp.h"
 #include "relay/kh_rlog.h"
 #include "relay/kh_rpeer.h"
+#include "relay/kh_rprog.h"
 #include "relay/kh_rup.h"
 
 /* Read the upstream while at least this much room is left in the block. */
@@ -79,6 +82,11 @@ struct kh_rconn {
 	const char *note;
 	time_t last_io;                 /* monotonic seconds */
 	char target[KH_RHTTP_TARGET_MAX + 1];
+	/* The client program (kh_rprog), looked up once per connection. */
+	enum { KH_PROG_NONE, KH_PROG_WAIT, KH_PROG_DONE } prog_state;
+	uint64_t prog_tag;
+	TAILQ_ENTRY(kh_rconn) by_prog;  /* in rd->prog_wait while KH_PROG_WAIT */
+	struct kh_rprog prog;
 };
 
 static struct kh_rlog_limit kh_rconn_limit_total, kh_rconn_limit_user, kh_rconn_limit_peer;
@@ -121,6 +129,155 @@ kh_rconn_uses_issuer(const struct kh_rconn *c, const char *issuer)
 }
 
 /* ------------------------------------------------------------------ */
+/* the client program                                                   */
+
+static struct kh_rlog_limit kh_rconn_limit_prog, kh_rconn_limit_defer;
+
+/*
+ * An audit line whose connection's program is not known yet: it waits for
+ * the finder's answer (which may come after the connection ended) and is
+ * written then.  Nothing on a request's path waits for the finder.
+ */
+struct kh_rdefer {
+	uint64_t tag;
+	json_t *line;
+	TAILQ_ENTRY(kh_rdefer) next;
+};
+/* Lines waiting at most; beyond, a line is written without its program. */
+#define KH_RDEFER_MAX 4096
+
+/* Write the lines waiting for answer `tag` (every one when all), with p. */
+static void
+kh_rconn_defer_flush(struct kh_relayd *rd, bool all, uint64_t tag, const struct kh_rprog *p)
+{
+	struct kh_rdefer *d, *next;
+
+	for (d = TAILQ_FIRST(&rd->audit_wait); d != NULL; d = next) {
+		next = TAILQ_NEXT(d, next);
+		if (!all && d->tag != tag)
+			continue;
+		TAILQ_REMOVE(&rd->audit_wait, d, next);
+		rd->naudit_wait--;
+		(void)kh_raudit_set_prog(d->line, p);
+		kh_raudit_write_line(rd->audit, d->line);
+		json_decref(d->line);
+		free(d);
+	}
+}
+
+static void
+kh_rconn_prog_stop(struct kh_relayd *rd)
+{
+	struct kh_rconn *c;
+
+	kh_rlog_limited(&kh_rconn_limit_prog, LOG_ERR, "the program finder is gone: audit "
+			"lines name no program");
+	if (rd->prog_ev != NULL)
+		event_free(rd->prog_ev);
+	rd->prog_ev = NULL;
+	if (rd->prog_fd >= 0)
+		(void)close(rd->prog_fd);
+	rd->prog_fd = -1;
+	while ((c = TAILQ_FIRST(&rd->prog_wait)) != NULL) {
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+		c->prog_state = KH_PROG_NONE;
+	}
+	kh_rconn_defer_flush(rd, true, 0, NULL);
+}
+
+/* The finder answered (its event, or kh_rconn_prog_shutdown waiting). */
+void
+kh_rconn_prog_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct kh_relayd *rd = arg;
+	struct kh_rprog p;
+	struct kh_rconn *c;
+	uint64_t tag;
+	int r;
+
+	(void)fd;
+	(void)what;
+	while (rd->prog_fd >= 0 && (r = kh_rprog_answer(rd->prog_fd, &tag, &p)) != 0) {
+		if (r < 0) {
+			kh_rconn_prog_stop(rd);
+			return;
+		}
+		/* Answers come in the order asked; a closed connection left. */
+		TAILQ_FOREACH(c, &rd->prog_wait, by_prog)
+			if (c->prog_tag == tag)
+				break;
+		if (c != NULL) {
+			TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+			c->prog = p;
+			c->prog_state = KH_PROG_DONE;
+		}
+		kh_rconn_defer_flush(rd, false, tag, &p);
+	}
+}
+
+void
+kh_rconn_prog_shutdown(struct kh_relayd *rd)
+{
+	struct pollfd pfd;
+	struct timespec t0, t;
+
+	/* Give the answers asked for a moment (their lines wait), then
+	 * write what is left without its program. */
+	(void)clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rd->prog_fd >= 0 && rd->naudit_wait > 0) {
+		(void)clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > 500)
+			break;
+		pfd = (struct pollfd){ .fd = rd->prog_fd, .events = POLLIN };
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		kh_rconn_prog_readable(rd->prog_fd, 0, rd);
+	}
+	while (TAILQ_FIRST(&rd->prog_wait) != NULL) {
+		struct kh_rconn *c = TAILQ_FIRST(&rd->prog_wait);
+
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
+		c->prog_state = KH_PROG_NONE;
+	}
+	kh_rconn_defer_flush(rd, true, 0, NULL);
+}
+
+/* Keep c's audit line until its program is known: 0, or -1 (write it now). */
+static int
+kh_rconn_defer(struct kh_rconn *c, json_t *line)
+{
+	struct kh_relayd *rd = c->rd;
+	struct kh_rdefer *d;
+
+	if (rd->naudit_wait >= KH_RDEFER_MAX) {
+		kh_rlog_limited(&kh_rconn_limit_defer, LOG_WARNING, "%u audit lines wait for "
+				"the program finder: writing them without the program",
+				rd->naudit_wait);
+		return -1;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		return -1;
+	d->tag = c->prog_tag;
+	d->line = line;
+	TAILQ_INSERT_TAIL(&rd->audit_wait, d, next);
+	rd->naudit_wait++;
+	return 0;
+}
+
+static void
+kh_rconn_prog_ask(struct kh_rconn *c, uid_t uid, uint64_t inode)
+{
+	struct kh_relayd *rd = c->rd;
+
+	if (rd->prog_fd < 0 || kh_rprog_ask(rd->prog_fd, ++rd->prog_tag, inode, uid) != 0)
+		return;
+	c->prog_tag = rd->prog_tag;
+	c->prog_state = KH_PROG_WAIT;
+	TAILQ_INSERT_TAIL(&rd->prog_wait, c, by_prog);
+}
+
+/* ------------------------------------------------------------------ */
 /* the audit line                                                       */
 
 static void
@@ -143,6 +300,8 @@ kh_rconn_audit(struct kh_rconn *c)
 			       (now.tv_nsec - c->m_start.tv_nsec),
 		.uid = c->user->uid,
 		.user = s != NULL ? s->user_name : NULL,
+		.kube_uid = s != NULL ? s->kube_uid : NULL,
+		.prog = c->prog_state == KH_PROG_DONE ? &c->prog : NULL,
 		.cluster = c->cl->conf->name,
 		.method = c->req.head_done ? kh_rhttp_method(&c->req) : NULL,
 		.path = c->target,
@@ -155,6 +314,15 @@ kh_rconn_audit(struct kh_rconn *c)
 		.relay_note = c->note,
 		.origin = s != NULL ? &s->origin : NULL,
 	};
+	if (c->prog_state == KH_PROG_WAIT) {
+		json_t *line = kh_raudit_line(&r);
+
+		if (line != NULL && kh_rconn_defer(c, line) == 0)
+			return;
+		kh_raudit_write_line(c->rd->audit, line);
+		json_decref(line);
+		return;
+	}
 	kh_raudit_write(c->rd->audit, &r);
 }
 
@@ -180,6 +348,8 @@ kh_rconn_close(struct kh_rconn *c)
 	struct kh_ruser *u = c->user;
 
 	kh_rconn_audit(c);
+	if (c->prog_state == KH_PROG_WAIT)
+		TAILQ_REMOVE(&rd->prog_wait, c, by_prog);
 	if (c->up != NULL)
 		kh_rup_close(c->up);
 	if (c->ev_read != NULL)
@@ -853,6 +1023,7 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 	struct kh_ruser *u;
 	struct kh_rconn *c;
 	kh_error err = { 0 };
+	uint64_t inode = 0;
 	uid_t uid;
 	int one = 1;
 
@@ -864,7 +1035,8 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		goto refuse;
 	}
 	if (getsockname(fd, (struct sockaddr *)&local, &llen) != 0 ||
-	    kh_rpeer_uid(rd->netlink_fd, (struct sockaddr *)&local, peer, &uid, &err) != 0) {
+	    kh_rpeer_lookup(rd->netlink_fd, (struct sockaddr *)&local, peer, &uid, &inode,
+			    &err) != 0) {
 		kh_rlog_limited(&kh_rconn_limit_peer, LOG_NOTICE, "cluster %s: cannot tell who "
 				"connected (%s): refused", cl->conf->name,
 				err.msg[0] != '\0' ? err.msg : strerror(errno));
@@ -903,6 +1075,8 @@ kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		return;
 	}
 	kh_rconn_reading(c, true);
+	if (kh_raudit_enabled(rd->audit))
+		kh_rconn_prog_ask(c, uid, inode);
 	/* The first request comes within handshake_timeout, or never. */
 	kh_rconn_arm(c, rd->policy->relay.handshake_timeout);
 	return;

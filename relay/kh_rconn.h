@@ -22,9 +22,16 @@
 
 #include <sys/socket.h>
 
+#include <event2/util.h>
+
 #include "relay/kh_relayd.h"
 #include "relay/kh_rsession.h"
 
+/* The program finder's socket is readable (an event_callback_fn). */
+void kh_rconn_prog_readable(evutil_socket_t fd, short what, void *arg);
+/* At exit: the answers still due (500 ms at most), then every waiting
+ * audit line written. */
+void kh_rconn_prog_shutdown(struct kh_relayd *rd);
 void kh_rconn_accept(struct kh_relayd *rd, struct kh_rcluster *cl, int fd,
 		     const struct sockaddr *peer, socklen_t peerlen);
 /*

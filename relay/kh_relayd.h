@@ -103,6 +103,16 @@ struct kh_relayd {
 	struct event *sig_term, *sig_int, *sig_hup, *refresh, *trim;
 	bool trim_due;                        /* connections gave buffers back */
 	struct kh_raudit *audit;
+	/* The program finder (kh_rprog): -1 when there is none (no audit
+	 * log, or it died); connections waiting for its answer, in order. */
+	int prog_fd;
+	pid_t prog_pid;
+	struct event *prog_ev;
+	uint64_t prog_tag;
+	TAILQ_HEAD(kh_rconn_progq, kh_rconn) prog_wait;
+	/* Audit lines waiting for the finder's answer (kh_rconn.c). */
+	TAILQ_HEAD(kh_rdeferq, kh_rdefer) audit_wait;
+	unsigned naudit_wait;
 	/*
 	 * A session of u ends (forget, expiry): close u's client connections
 	 * and upstream connections to clusters of issuer (NULL = all); the

@@ -110,6 +110,15 @@ int
 kh_rpeer_uid(int nlfd, const struct sockaddr *local, const struct sockaddr *peer, uid_t *uid,
 	     kh_error *err)
 {
+	uint64_t inode;
+
+	return kh_rpeer_lookup(nlfd, local, peer, uid, &inode, err);
+}
+
+int
+kh_rpeer_lookup(int nlfd, const struct sockaddr *local, const struct sockaddr *peer,
+		uid_t *uid, uint64_t *inode, kh_error *err)
+{
 	static uint32_t seq;
 	struct {
 		struct nlmsghdr nlh;
@@ -167,5 +176,6 @@ kh_rpeer_uid(int nlfd, const struct sockaddr *local, const struct sockaddr *peer
 		return kh_fail(err, KH_ERR_NOTFOUND, "the peer socket is closed (state %u)",
 			       m->idiag_state);
 	*uid = (uid_t)m->idiag_uid;
+	*inode = m->idiag_inode;
 	return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef KH_RPEER_H
 #define KH_RPEER_H
 
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -24,5 +25,8 @@ int kh_rpeer_open(kh_error *err);
  */
 int kh_rpeer_uid(int nlfd, const struct sockaddr *local, const struct sockaddr *peer,
 		 uid_t *uid, kh_error *err);
+/* The same, with the peer socket's inode (for kh_rprog). */
+int kh_rpeer_lookup(int nlfd, const struct sockaddr *local, const struct sockaddr *peer,
+		    uid_t *uid, uint64_t *inode, kh_error *err);
 
 #endif

@@ -27,6 +27,7 @@
 
 #include "lib/kh_mem.h"
 #include "relay/kh_rlog.h"
+#include "lib/kh_x509.h"
 #include "relay/kh_rsession.h"
 #include "relay/kh_rstore.h"
 
@@ -222,6 +223,7 @@ kh_rsession_free(struct kh_rsession *s)
 	X509_free(s->leaf);
 	sk_X509_pop_free(s->chain, X509_free);
 	free(s->user_name);
+	free(s->kube_uid);
 	free(s->issuer);
 	free(s->origin.service);
 	free(s->origin.rhost);
@@ -394,7 +396,10 @@ kh_rsession_add(struct kh_relayd *rd, struct kh_relay_session *in, int slot, boo
 			in->issuer);
 		goto out;
 	}
+	/* The UID the API server will see comes from the certificate itself,
+	 * not from anything the login says beside it. */
 	if (kh_rsession_parse_chain(s, in->chain_pem, err) != 0 ||
+	    kh_x509_kube_uid(s->leaf, &s->kube_uid, err) != 0 ||
 	    kh_rsession_parse_key(s, in->key_pem, err) != 0 ||
 	    kh_rsession_check_time(s, in->expires, err) != 0)
 		goto out;

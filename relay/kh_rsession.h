@@ -54,6 +54,7 @@ struct kh_rsession {
 	char *user_name;
 	char *issuer;
 	struct kh_relay_origin origin;  /* the login it came from (audit) */
+	char *kube_uid;                 /* the leaf's UID attribute (audit), NULL: none */
 	int64_t expires;
 	int64_t delivered;              /* when the relay took it (unix seconds) */
 	int64_t delivered_ns;           /* the same in ns (0: restored, use seconds) */

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/dns.h>
@@ -41,6 +42,7 @@
 #include "relay/kh_rlisten.h"
 #include "relay/kh_rlog.h"
 #include "relay/kh_rpeer.h"
+#include "relay/kh_rprog.h"
 #include "relay/kh_rpending.h"
 #include "relay/kh_rpriv.h"
 #include "relay/kh_rsession.h"
@@ -366,6 +368,21 @@ kh_relayd_start(struct kh_relayd *rd, kh_error *err)
 		free(pending);
 		return -1;
 	}
+	/* The audit names each client's program: the finder that may look
+	 * for it in /proc is forked now, as root, and keeps what it needs. */
+	if ((rp->audit_file != NULL && rp->audit_file[0] != '\0') || rp->audit_syslog) {
+		if (kh_rprog_finder_start(rd->run_uid, rd->run_gid, &rd->prog_fd, &rd->prog_pid,
+					  err) != 0) {
+			free(pending);
+			return -1;
+		}
+		rd->prog_ev = event_new(rd->base, rd->prog_fd, EV_READ | EV_PERSIST,
+					kh_rconn_prog_readable, rd);
+		if (rd->prog_ev == NULL || event_add(rd->prog_ev, NULL) != 0) {
+			free(pending);
+			return kh_fail(err, KH_ERR_INTERNAL, "cannot watch the program finder");
+		}
+	}
 	if (kh_rpriv_drop(rd->run_uid, rd->run_gid, err) != 0) {
 		free(pending);
 		return -1;
@@ -423,6 +440,13 @@ kh_relayd_free(struct kh_relayd *rd)
 		event_free(rd->pending_scan);
 	if (rd->pending_fd >= 0)
 		(void)close(rd->pending_fd);
+	kh_rconn_prog_shutdown(rd);
+	if (rd->prog_ev != NULL)
+		event_free(rd->prog_ev);
+	if (rd->prog_fd >= 0)
+		(void)close(rd->prog_fd);   /* the finder reads EOF and ends */
+	if (rd->prog_pid > 0)
+		(void)waitpid(rd->prog_pid, NULL, 0);
 	kh_raudit_free(rd->audit);
 	free(rd->ctlpool);
 	kh_rbuf_trim();
@@ -440,13 +464,15 @@ main(int argc, char **argv)
 {
 	struct kh_relayd rd = {
 		.netlink_fd = -1, .ctl_fd = -1, .user_fd = -1, .notify_fd = -1, .ready_fd = -1,
-		.pending_fd = -1, .close_user = kh_relayd_close_user,
+		.pending_fd = -1, .prog_fd = -1, .close_user = kh_relayd_close_user,
 		.count_user = kh_rconn_count_user,
 	};
 	bool check = false;
 	kh_error err = { 0 };
 	int rc = 1;
 
+	TAILQ_INIT(&rd.prog_wait);
+	TAILQ_INIT(&rd.audit_wait);
 	if (kh_relayd_args(argc, argv, &rd.opts, &check) != 0)
 		return 2;
 	kh_rlog_init(true, rd.opts.debug);

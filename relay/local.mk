@@ -25,6 +25,7 @@ relay_kubehsm_relayd_SOURCES = \
 	relay/kh_rpriv.c relay/kh_rpriv.h \
 	relay/kh_rlisten.c relay/kh_rlisten.h \
 	relay/kh_rpeer.c relay/kh_rpeer.h \
+	relay/kh_rprog.c relay/kh_rprog.h \
 	relay/kh_rstore.c relay/kh_rstore.h \
 	relay/kh_rsession.c relay/kh_rsession.h \
 	relay/kh_rpending.c relay/kh_rpending.h \

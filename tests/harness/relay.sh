@@ -245,10 +245,13 @@ relay_cleanup() {
 	fi
 }
 
-relay_mint() {
-	local u=$1 o=${2:-dev} d=$RELAY_SESS
+relay_mint() {   # relay_mint USER [O [UID]]: UID as the subject's 1.3.6.1.4.1.57683.2
+	local u=$1 d=$RELAY_SESS subj="/O=${2:-dev}/CN=$1${3:+/khUID=$3}"
+	# openssl req skips a dotted OID in -subj: the config names it.
 	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/$u.key" 2>/dev/null &&
-	openssl req -new -key "$d/$u.key" -subj "/O=$o/CN=$u" -out "$d/$u.csr" 2>/dev/null &&
+	openssl req -new -utf8 -key "$d/$u.key" -subj "$subj" -out "$d/$u.csr" -config <(printf \
+		'oid_section = oids\n[oids]\nkhUID = 1.3.6.1.4.1.57683.2\n[req]\ndistinguished_name = dn\n[dn]\n') \
+		2>/dev/null &&
 	openssl x509 -req -in "$d/$u.csr" -CA "$PKI_DIR/issuer.pem" -CAkey "$PKI_DIR/issuer.key" \
 		-set_serial "0x$(openssl rand -hex 12)" -days 1 -out "$d/$u.pem" \
 		-extfile <(printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n') \

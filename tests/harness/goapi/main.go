@@ -16,6 +16,11 @@
 //
 //	/version            kube-apiserver's version object
 //	/kh-whoami          "<client serial> <client subject>"
+//	/kh-uid             the user UID kube-apiserver (>= 1.33,
+//	                    AllowParsingUserUIDFromCertAuth) reads from the
+//	                    client certificate: the subject's one
+//	                    1.3.6.1.4.1.57683.2 string ("" when none; 401
+//	                    when two or not a string, as the apiserver refuses)
 //	Upgrade requests    (Connection containing "upgrade", as
 //	                    k8s.io/apimachinery's IsUpgradeRequest reads it):
 //	                    101, then every byte back
@@ -25,6 +30,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -36,6 +42,25 @@ import (
 	"strings"
 	"sync"
 )
+
+// The UID attribute, read as k8s.io/apiserver's x509 authenticator does:
+// from Subject.Names (every attribute, the unknown ones too), at most one.
+var uidOID = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57683, 2}
+
+func certUID(c *x509.Certificate) (string, bool) {
+	uid, n := "", 0
+	for _, name := range c.Subject.Names {
+		if !name.Type.Equal(uidOID) {
+			continue
+		}
+		v, ok := name.Value.(string)
+		if !ok {
+			return "", false
+		}
+		uid, n = v, n+1
+	}
+	return uid, n <= 1
+}
 
 type entry struct {
 	Method        string `json:"method"`
@@ -128,6 +153,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/version":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"major":"1","minor":"30","gitVersion":"v1.30.0-kubehsm-go","platform":"linux/amd64"}`)
+	case r.URL.Path == "/kh-uid":
+		uid, ok := certUID(r.TLS.PeerCertificates[0])
+		if !ok {
+			http.Error(w, "bad UID attribute", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "%s\n", uid)
 	case r.URL.Path == "/kh-whoami":
 		c := r.TLS.PeerCertificates[0]
 		w.Header().Set("Content-Type", "text/plain")

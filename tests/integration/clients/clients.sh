@@ -224,6 +224,30 @@ print(" ".join(p.metadata.name for p in pods.items))'
 runu "$alice" $PY -c "$PY_LIST" "$KC" bundle kh-client-python
 is "$rc:$out" "0:kh-test-pod" "the Python kubernetes client lists pods" || diag "$err"
 served python; ok $? "... with the session certificate"
+# Where the Python client keeps the key it got from the exec plugin: watch
+# /tmp while it runs (alice is this test's own user: her files are its).
+PY_HOLD=$PY_LIST'
+import os, time
+print("listed", flush=True)
+while not os.path.exists(sys.argv[4]):
+	time.sleep(0.05)'
+GO=$KH_TMP/python-go; rm -f "$GO"
+as_user "$alice" timeout 60 $PY -c "$PY_HOLD" "$KC" bundle kh-client-python "$GO" \
+	</dev/null >"$KH_TMP/python-hold.out" 2>&1 &
+PY_PID=$!
+for _ in $(seq 1 600); do grep -q '^listed' "$KH_TMP/python-hold.out" && break; sleep 0.05; done
+keyfiles=()
+while IFS= read -r f; do
+	grep -q -- '-----BEGIN .*PRIVATE KEY-----' "$f" && keyfiles+=("$f:$(stat -c %a "$f")")
+done < <(find /tmp -maxdepth 1 -type f -user "$alice" 2>/dev/null)
+like "${keyfiles[*]:-none}" '^/tmp/[^ :]+:600$' \
+	"the Python client writes the session key (PEM) to a file in /tmp, mode 0600, while it runs" ||
+	diag "files: ${keyfiles[*]:-none}; $(cat "$KH_TMP/python-hold.out")"
+: >"$GO"; chmod 644 "$GO"
+wait "$PY_PID"
+left=0
+for f in "${keyfiles[@]}"; do [ ! -e "${f%:*}" ] || left=$((left + 1)); done
+is "$left" 0 "... and removes it when it exits (a killed client leaves it behind)"
 client_end
 VERSION[python3-kubernetes]=$(dpkg-query -W -f='${Version}' python3-kubernetes)
 

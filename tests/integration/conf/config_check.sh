@@ -173,6 +173,32 @@ sed -e 's|^  ttl = "8h";|  ttl = "8d";|' "$CONF" >"$BAD"
 run "$KUBEHSM" config check "$BAD"
 like "$rc:$err" "^1:kubehsm: $BAD:$line: session.ttl = \"8d\" is out of range \(1m to 7d\)" "ttl 8d rejected"
 
+# identity.uid (the Kubernetes UID attribute): off in the sample; the
+# sample's commented line, enabled, is printed with an example expansion;
+# an escape that is not one names the line.
+run "$KUBEHSM" config check "$CONF"
+grep -qx '  uid = "";' <<<"$out"
+ok $? "identity.uid is off by default"
+grep -qx '  # no UID attribute in session certificates' <<<"$out"
+ok $? "... and config check says so"
+UIDC="$ETC/uid.conf"
+sed -e 's|^  # uid = "%h:%u:%s";|  uid = "%h:%u:%s";|' "$CONF" >"$UIDC"
+chmod 0644 "$UIDC"
+run "$KUBEHSM" config check "$UIDC"
+[ "$rc" = 0 ] && grep -qx '  uid = "%h:%u:%s";' <<<"$out"
+ok $? "the sample's identity.uid, enabled, checks and is printed" || diag "$err"
+like "$out" "  # e.g. for alice \(uid 1000\) here: \"$(hostname):alice:3f2a9c0e5b7d41e8a06c9d2f1b4e7a35\"" \
+	"... with what it becomes for an example login on this host"
+sed -e 's|^  # uid = "%h:%u:%s";|  uid = "%h:%u:%t";|' "$CONF" >"$BAD"
+line=$(grep -n 'uid = "%h:%u:%t"' "$BAD" | cut -d: -f1)
+run "$KUBEHSM" config check "$BAD"
+like "$rc:$err" "^1:kubehsm: $BAD:$line: identity.uid: \"%h:%u:%t\": '%t' is not a template escape" \
+	"identity.uid with an unknown escape is refused, naming the line"
+sed -e "s|^  # uid = \"%h:%u:%s\";|  uid = \"$(printf 'x%.0s' $(seq 1 257))\";|" "$CONF" >"$BAD"
+run "$KUBEHSM" config check "$BAD"
+like "$rc:$err" "^1:kubehsm: $BAD:[0-9]+: identity.uid is longer than 256 bytes" \
+	"an identity.uid over 256 bytes is refused"
+
 # pkcs11.forward (kubehsm login): the sample's commented block, enabled with
 # a module that exists; then a socket template every user would share, and
 # an escape that is not one.

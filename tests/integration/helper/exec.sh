@@ -338,6 +338,11 @@ KCG=$KH_TMP/kubeconfig-generated
 chown "$alice" "$KCG"
 grep -q '^      interactiveMode: Never$' "$KCG"
 ok $? "kubeconfig prints an exec entry with interactiveMode: Never"
+# kubectl 1.35's kuberc credential-plugin policy: the entry says what to allow.
+grep -qxF "#   - name: $(readlink -f "$KUBEHSM")      # kubectl 1.35" "$KCG" &&
+	grep -qxF "#   - command: $(readlink -f "$KUBEHSM")   # kubectl 1.36 and later" "$KCG" &&
+	grep -q '^#   credentialPluginPolicy: Allowlist$' "$KCG"
+ok $? "kubeconfig prints the kuberc credentialPluginAllowlist entry with kubehsm's full path"
 # kubeconfig runs in kubehsm-tool (the front end hands it over): the entry
 # must still name the front end, the static program of the warm path.
 is "$(sed -n 's/^      command: //p' "$KCG")" "$(readlink -f "$KUBEHSM")" \

@@ -36,6 +36,21 @@ is "$rc:$out" "0:$(relay_serial "$alice") CN=$alice,O=dev" \
 	"kubectl through the relay reaches kh-goapi (Go's net/http) with $alice's certificate" ||
 	diag "$err"
 
+# The UID attribute (identity.uid, #32), read as kube-apiserver reads it; the
+# relay's audit line names the same UID and the program.
+make_user carol
+relay_mint "$carol" dev "bastion1:$carol:0a1b" && relay_deliver "$carol" ||
+	{ echo "Bail out! session for $carol"; exit 1; }
+relay_kc "$carol" get --raw /kh-uid
+is "$rc:$out" "0:bastion1:$carol:0a1b" \
+	"kh-goapi reads the UID from the certificate's 1.3.6.1.4.1.57683.2, as kube-apiserver does" ||
+	diag "$err"
+for _ in $(seq 1 50); do grep -q '"path":"/kh-uid"' "$RELAY_AUDIT" && break; sleep 0.1; done
+line=$(grep '"path":"/kh-uid"' "$RELAY_AUDIT" | tail -1)
+is "$(jq -r '"\(.kubeUid) \(.exe | split("/") | last)"' <<<"$line")" "bastion1:$carol:0a1b $(basename "$(readlink -f "$RELAY_KUBECTL")")" \
+	"the relay's audit line names the same UID and the kubectl that sent it" || diag "$line"
+diag "kh-goapi read the UID: $(relay_kc "$carol" get --raw /kh-uid; echo "$out")"
+
 # --- the reproduction -----------------------------------------------------------
 cat >"$KH_TMP/smuggle.py" <<EOF
 import socket

@@ -233,6 +233,24 @@ run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --user "$bob"
 like "$(head -2 <<<"$out")" "^TIME +UID +USER +CLUSTER +METHOD .*
 .* $buid +$bob +test +GET +200 .* sshd@203\\.0\\.113\\.7 +/kh-whoami" \
 	"... or as a table" || diag "$out"
+like "$out" "^TIME +UID +USER +CLUSTER +METHOD +CODE +IN +OUT +MS +ORIGIN +PROGRAM +PATH\$" \
+	"... whose heading has a PROGRAM column" || diag "$out"
+like "$out" " $buid +$bob +test +GET +200 .* sshd@203\\.0\\.113\\.7 +[0-9]+ [^ ]+ +/kh-whoami\$" \
+	"... which shows the client's pid and executable" || diag "$out"
+# --pid and --program: the program of one of bob's lines.
+run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --user "$bob" --json
+ppid=$(jq -r 'select(.pid != null) | .pid' <<<"$out" | tail -1)
+pexe=$(jq -r --argjson p "${ppid:-0}" 'select(.pid == $p) | .exe' <<<"$out" | tail -1)
+run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --pid "${ppid:-0}" --json
+like "$rc:$(jq -r .pid <<<"$out" | sort -u | tr '\n' ' ')" "^0:$ppid \$" "... --pid filters by the client's pid" ||
+	diag "pid '$ppid' $out"
+run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --program "${pexe##*/}" --json
+like "$rc:$(jq -r '.exe' <<<"$out" | sort -u | tr '\n' ' ')" "^0:$pexe \$" \
+	"... --program by the executable's base name" || diag "exe '$pexe' $out"
+run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --program "/nonexistent/*" --json
+is "$rc:$out" "0:" "... (a glob nothing matches: no line)"
+run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --pid 0
+like "$rc:$err" "^2:kubehsm: admin audit: --pid '0' is not a process id" "... --pid must be a pid"
 run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --since 1h --cluster nope --json
 is "$rc:$out" "0:" "... --cluster filters (none in cluster nope)"
 run "$KUBEHSM" admin audit --file "$RELAY_AUDIT.all" --since "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)"

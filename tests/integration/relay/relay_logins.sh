@@ -26,7 +26,12 @@ token_user bob
 relay_backend_start || _logins_bail "kubeback.py"
 kubeapi_start "$PKI_DIR/issuerca.pem" relay || _logins_bail "nginx (relay) did not start"
 relay_setup "$CONF"
-relay_policy deliver=relay || _logins_bail "relay policy"
+# identity.uid: the session certificates name the bastion login (#32).
+uid_policy() {
+	sed -i 's|identity = { username = "%u";|identity = { username = "%u"; uid = "%h:%u:%s";|' \
+		"$RELAY_CONF" && grep -q 'uid = "%h:%u:%s"' "$RELAY_CONF"
+}
+relay_policy deliver=relay && uid_policy || _logins_bail "relay policy"
 run "$KUBEHSM" config check "$CONF"
 like "$out" 'deliver = "relay";' "config check shows session.deliver = \"relay\"" || diag "$err"
 relay_start || _logins_bail "kubehsm-relayd did not start"
@@ -36,16 +41,28 @@ KC=$RELAY_KUBECONFIG
 # The users' commands find the policy (kubehsm logout asks it for the relay).
 export KUBEHSM_CONFIG=$CONF
 
+# uid_of_dn DN: the UID attribute as nginx prints an unknown OID in
+# $ssl_client_s_dn (RFC 2253: "#" and the DER, here a UTF8String, tag 0C).
+uid_of_dn() {
+	local hex
+	hex=$(sed -n 's/.*1\.3\.6\.1\.4\.1\.57683\.2=#0C\([0-9A-Fa-f]*\).*/\1/p' <<<"$1")
+	[ -n "$hex" ] && xxd -r -p <<<"${hex:2}"
+}
+
 # relay_session LOGIN USER WHAT: inside LOGIN, kubectl 1.27 and 1.33 reach the
-# API server through the relay as USER with the login's session certificate.
+# API server through the relay as USER with the login's session certificate,
+# whose UID attribute (identity.uid "%h:%u:%s") the API server reads.
 relay_session() {
 	local serial k
 	serial=$(session_serial "$2")
 	for k in "$K127" "$K133"; do
 		login_run "$1" "$k --kubeconfig $KC get --raw /kh-whoami"
-		is "$rc:$out" "0:$serial O=dev,CN=$2" \
+		like "$rc:$out" "^0:$serial 1\\.3\\.6\\.1\\.4\\.1\\.57683\\.2=#0C[0-9A-F]+,O=dev,CN=$2\$" \
 			"$3: kubectl ${k##*kubectl.} through the relay, as $2 with the login's certificate" ||
 			diag "record serial '$serial' err=$err"
+		is "$(uid_of_dn "$out")" "$(hostname):$2:${serial,,}" \
+			"$3: the API server reads the UID host:account:serial from it" ||
+			diag "the API server saw: $out"
 	done
 }
 
@@ -62,6 +79,16 @@ like "$(jq -r '"\(.user) \(.method) \(.path) \(.status) \(.origin.service) \(.or
 	"^$alice GET /kh-whoami 200 $SSHD_SERVICE (127\\.0\\.0\\.1|localhost)\$" \
 	"the relay's audit line names $alice's sshd login: the PAM service and the remote host" ||
 	diag "$line"
+is "$(jq -r .kubeUid <<<"$line")" "$(hostname):$alice:$(session_serial "$alice" | tr A-F a-f)" \
+	"... and the UID the API server saw" || diag "$line"
+like "$(jq -r '"\(.pid) \(.exe) \(.cmdline)"' <<<"$line")" \
+	"^[0-9]+ [^ ]*/kubectl\\.1\\.33 [^ ]*kubectl\\.1\\.33 --kubeconfig $KC get --raw /kh-whoami\$" \
+	"... and the program: pid, executable and command line of $alice's kubectl" || diag "$line"
+diag "the relay's audit line: $line"
+login_run a1 "$K133 --kubeconfig $KC get --raw /kh-whoami"
+diag "the API server (nginx) saw: $out; its UID attribute: $(uid_of_dn "$out")"
+login_run a1 "$KUBEHSM status"
+like "$out" "UID: +$(hostname):$alice:" "kubehsm status shows the session's UID" || diag "$out"
 rec=$(record "$alice")
 is "$(jq -r '.key' <<<"$rec")" "" "$alice's record carries no key"
 isnt "$(jq -r '.chain' <<<"$rec")" "" "... only the session certificate chain"
@@ -150,13 +177,24 @@ like "$rc:$err" "^1:.*ended at .* \(revoked\)" "... his next request gets a 401:
 login_close b2
 
 # --- deliver = "both": the record keeps the key, the relay serves too ---------
-relay_policy deliver=both
+relay_policy deliver=both && uid_policy
 LOGIN_PIN=$PIN login_open b3 "${SSH_ARGV[@]}"
 ok $? "$bob logs in with session.deliver = \"both\"" || diag "$(login_transcript b3)"
 relay_session b3 "$bob" "deliver both"
 isnt "$(record "$bob" | jq -r '.key')" "" "... his record carries the key too"
 login_run b3 "KUBERNETES_EXEC_INFO='$V1' $KUBEHSM exec | jq -r .kind"
 is "$rc:$out" "0:ExecCredential" "... and kubehsm exec hands it out"
+# Exec delivery: kubectl runs kubehsm exec, the API server reads the same UID.
+KCX=$KH_TMP/kubeconfig-exec
+{ printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: %s\n    certificate-authority: %s\n' \
+	"$KUBEAPI_URL" "$KUBEAPI_CA"
+  printf 'contexts:\n- name: t\n  context: {cluster: t, user: me}\ncurrent-context: t\n'
+  "$KUBEHSM" kubeconfig --name me; } >"$KCX"
+chmod 644 "$KCX"
+login_run b3 "$K133 --kubeconfig $KCX get --raw /kh-whoami"
+is "$rc:$(uid_of_dn "$out")" "0:$(hostname):$bob:$(session_serial "$bob" | tr A-F a-f)" \
+	"exec delivery: the API server reads the same UID from the certificate kubehsm exec hands out" ||
+	diag "$out $err"
 login_close b3
 
 logins_sanitizer_reports

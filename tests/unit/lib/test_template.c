@@ -162,6 +162,31 @@ test_template_uid_escape(void **state)
 	assert_int_equal(err.code, KH_ERR_INPUT);
 }
 
+/* identity.uid's form: several escapes, each with its value. */
+static void
+test_template_vars(void **state)
+{
+	static const struct kh_template_var v[] = {
+		{ 'h', "bastion1" }, { 'u', "alice" }, { 'U', "1000" }, { 's', "" },
+	};
+	kh_error err = { 0 };
+	char *out;
+
+	(void)state;
+	assert_null(kh_template_check_set("%h:%u:%U:%s:%k %%", KH_UID_ESCAPES));
+	assert_string_equal(kh_template_check_set("%h:%t", KH_UID_ESCAPES), "%t");
+	assert_string_equal(kh_template_check_set("%h%", KH_UID_ESCAPES), "%");
+	out = kh_template_expand_vars("%h:%u(%U) 100%%", v, 3, &err);
+	assert_string_equal(out, "bastion1:alice(1000) 100%");
+	free(out);
+	/* Not among the vars, or valued "": refused, never expanded to "". */
+	assert_null(kh_template_expand_vars("%h:%k", v, 3, &err));
+	assert_int_equal(err.code, KH_ERR_INPUT);
+	assert_null(kh_template_expand_vars("%s", v, 4, &err));
+	assert_null(kh_template_expand_vars("%h%", v, 3, &err));
+	assert_null(kh_template_expand_vars(NULL, v, 3, &err));
+}
+
 int
 main(void)
 {
@@ -169,6 +194,7 @@ main(void)
 		cmocka_unit_test(test_template_check),
 		cmocka_unit_test(test_template),
 		cmocka_unit_test(test_template_uid_escape),
+		cmocka_unit_test(test_template_vars),
 	};
 
 	return cmocka_run_group_tests_name("template", tests, NULL, NULL);

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -595,6 +596,75 @@ test_mint_refusals(void **state)
 	assert_null(x);
 }
 
+/* identity.uid: the subject's 1.3.6.1.4.1.57683.2, a UTF8String, with %s
+ * the certificate's own serial; what cannot be a UID is refused. */
+static void
+test_mint_uid(void **state)
+{
+	struct pki *p = *state;
+	static const struct kh_template_var vars[] = { { 'h', "bastion1" }, { 'u', "alice" } };
+	struct kh_mint_request req = { .issuer_cert = p->issuer, .issuer_key = p->issuer_key,
+				       .session_key = p->user_key, .username = "alice",
+				       .not_after = time(NULL) + 3600,
+				       .uid_template = "%h:%u:%s", .uid_vars = vars, .nuid_vars = 2 };
+	char want[128], *uid = NULL, *hex, long_uid[300];
+	ASN1_OBJECT *obj = OBJ_txt2obj("1.3.6.1.4.1.57683.2", 1);
+	X509_NAME *name;
+	BIGNUM *bn;
+	kh_error err = { 0 };
+	X509 *x = NULL;
+	size_t i;
+	int idx;
+
+	assert_int_equal(kh_x509_mint_cert(&req, &x, &err), 0);
+	bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+	hex = BN_bn2hex(bn);
+	for (i = 0; hex[i] != '\0'; i++)
+		hex[i] = (char)tolower((unsigned char)hex[i]);
+	snprintf(want, sizeof(want), "bastion1:alice:%s", hex);
+	assert_int_equal(kh_x509_kube_uid(x, &uid, &err), 0);
+	assert_string_equal(uid, want);
+	name = X509_get_subject_name(x);
+	idx = X509_NAME_get_index_by_OBJ(name, obj, -1);
+	assert_true(idx >= 0);
+	assert_int_equal(ASN1_STRING_type(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx))),
+			 V_ASN1_UTF8STRING);
+	free(uid);
+	OPENSSL_free(hex);
+	BN_free(bn);
+	ASN1_OBJECT_free(obj);
+	X509_free(x);
+	/* No template: no attribute. */
+	req.uid_template = "";
+	assert_int_equal(kh_x509_mint_cert(&req, &x, &err), 0);
+	assert_int_equal(kh_x509_kube_uid(x, &uid, &err), 0);
+	assert_null(uid);
+	X509_free(x);
+	/* UTF-8 is fine; control characters, bad UTF-8, too long are not. */
+	assert_int_equal(kh_x509_uid_check("bastion-\xc3\xa9:alice", &err), 0);
+	assert_int_equal(kh_x509_uid_check("a\tb", &err), -1);
+	assert_int_equal(kh_x509_uid_check("a\x7f", &err), -1);
+	assert_int_equal(kh_x509_uid_check("a\xc2\x85" "b", &err), -1);   /* NEL, C1 */
+	assert_int_equal(kh_x509_uid_check("a\xff", &err), -1);
+	assert_int_equal(kh_x509_uid_check("", &err), -1);
+	memset(long_uid, 'x', 257);
+	long_uid[257] = '\0';
+	assert_int_equal(kh_x509_uid_check(long_uid, &err), -1);
+	long_uid[256] = '\0';
+	assert_int_equal(kh_x509_uid_check(long_uid, &err), 0);
+	/* An escape with no value, or one it does not know: refused. */
+	req.uid_template = "%h:%U";
+	x = NULL;
+	assert_int_equal(kh_x509_mint_cert(&req, &x, &err), -1);
+	assert_null(x);
+	req.uid_vars = (const struct kh_template_var[]){ { 'h', "bad\nhost" } };
+	req.nuid_vars = 1;
+	req.uid_template = "%h";
+	assert_int_equal(kh_x509_mint_cert(&req, &x, &err), -1);
+	assert_int_equal(err.code, KH_ERR_INPUT);
+	assert_null(x);
+}
+
 /* ---- keys ---- */
 
 static void
@@ -931,6 +1001,7 @@ main(void)
 		cmocka_unit_test(test_mint_rsa),
 		cmocka_unit_test(test_mint_serials_differ),
 		cmocka_unit_test(test_mint_refusals),
+		cmocka_unit_test(test_mint_uid),
 		cmocka_unit_test(test_keygen),
 		cmocka_unit_test(test_load_chain),
 		cmocka_unit_test(test_validate),

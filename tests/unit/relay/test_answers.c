@@ -75,7 +75,10 @@ sample(void)
 {
 	static const struct kh_relay_origin o = { .service = "sshd", .rhost = "203.0.113.7",
 						  .tty = "ssh" };
+	static const struct kh_rprog prog = { .pid = 4711, .exe = "/usr/bin/kubectl",
+					      .cmdline = "kubectl delete ns prod" };
 	struct kh_raudit_rec r = {
+		.kube_uid = "bastion1:alice:3f2a", .prog = &prog,
 		.start = { .tv_sec = 1800000000, .tv_nsec = 123456789 },
 		.duration_ns = 2310000, .uid = 1001, .user = "alice", .cluster = "prod",
 		.method = "GET", .path = "/api/v1/namespaces/default/pods?limit=500",
@@ -102,7 +105,9 @@ test_audit_line(void **state)
 			    "\"path\":\"/api/v1/namespaces/default/pods?limit=500\",\"status\":200,"
 			    "\"bytesIn\":120,\"bytesOut\":1834,\"durationMs\":2.31,\"watch\":false,"
 			    "\"upgrade\":false,\"origin\":{\"service\":\"sshd\",\"rhost\":"
-			    "\"203.0.113.7\",\"tty\":\"ssh\"}}\n");
+			    "\"203.0.113.7\",\"tty\":\"ssh\"},\"kubeUid\":\"bastion1:alice:3f2a\","
+			    "\"pid\":4711,\"exe\":\"/usr/bin/kubectl\","
+			    "\"cmdline\":\"kubectl delete ns prod\"}\n");
 	j = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
 	assert_non_null(j);
 	json_decref(j);
@@ -138,6 +143,46 @@ test_audit_line_cannot_be_forged(void **state)
 	assert_int_equal(kh_raudit_format(&r, line, 64), -1);
 }
 
+static void
+test_audit_program_cannot_forge(void **state)
+{
+	struct kh_raudit_rec r = sample();
+	struct kh_rprog p = { .pid = 99, .cmdline_cut = true };
+	char line[KH_RAUDIT_LINE_MAX];
+	json_t *j;
+	int n;
+
+	(void)state;
+	/* A command line (the user's to choose) that tries to end the line,
+	 * with a byte that is not UTF-8; no UID. */
+	snprintf(p.exe, sizeof(p.exe), "/tmp/x\"\n");
+	snprintf(p.cmdline, sizeof(p.cmdline), "sh -c x\"}\n{\"uid\":0 \xff");
+	r.prog = &p;
+	r.kube_uid = NULL;
+	n = kh_raudit_format(&r, line, sizeof(line));
+	assert_true(n > 0);
+	assert_null(memchr(line, '\n', (size_t)n - 1));
+	j = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "uid")), 1001);
+	assert_int_equal(json_integer_value(json_object_get(j, "pid")), 99);
+	assert_string_equal(json_string_value(json_object_get(j, "exe")), "/tmp/x\"\n");
+	assert_string_equal(json_string_value(json_object_get(j, "cmdline")),
+			    "sh -c x\"}\n{\"uid\":0 ?");
+	assert_true(json_is_true(json_object_get(j, "cmdlineCut")));
+	assert_true(json_is_null(json_object_get(j, "kubeUid")));
+	json_decref(j);
+	/* Not found (pid 0) or not looked up: null, said so. */
+	p.pid = 0;
+	n = kh_raudit_format(&r, line, sizeof(line));
+	j = n > 0 ? json_loads(line, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	assert_non_null(j);
+	assert_true(json_is_null(json_object_get(j, "pid")));
+	assert_true(json_is_null(json_object_get(j, "exe")));
+	assert_true(json_is_null(json_object_get(j, "cmdline")));
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -146,6 +191,7 @@ main(void)
 		cmocka_unit_test(test_deny_warning_cannot_break_the_header),
 		cmocka_unit_test(test_audit_line),
 		cmocka_unit_test(test_audit_line_cannot_be_forged),
+		cmocka_unit_test(test_audit_program_cannot_forge),
 	};
 
 	return cmocka_run_group_tests_name("relay/kh_rdeny+kh_raudit", tests, NULL, NULL);
