@@ -4,7 +4,8 @@
 # its control protocol).
 TESTS += tests/integration/relay/relay.sh tests/integration/relay/relay_stream.sh \
 	tests/integration/relay/relay_hostile.sh tests/integration/relay/relay_logins.sh \
-	tests/integration/relay/relay_http.sh
+	tests/integration/relay/relay_http.sh tests/integration/relay/relay_revoke_hostile.sh
 EXTRA_DIST += tests/integration/relay/relay.sh tests/integration/relay/relay_stream.sh \
 	tests/integration/relay/relay_hostile.sh tests/integration/relay/relay_logins.sh \
-	tests/integration/relay/relay_http.sh tests/harness/relay.sh tests/harness/kubeback.py
+	tests/integration/relay/relay_http.sh tests/integration/relay/relay_revoke_hostile.sh \
+	tests/harness/relay.sh tests/harness/kubeback.py
