@@ -229,20 +229,63 @@ caller_uid(uid_t *uid)
 	return 0;
 }
 
+/*
+ * Every resource limit, as a login of root's starts with, whatever the
+ * caller set (pkexec passes them on): a caller's RLIMIT_CPU, AS, DATA,
+ * FSIZE or STACK could otherwise end or break this root process halfway
+ * through storing a session.  No core dumps (a PIN); 1024 descriptors, so
+ * select() in a library stays safe; the kernel's default stack.  Root may
+ * raise hard limits, so each is set outright.
+ */
+static int
+reset_limits(void)
+{
+#define KH_INF RLIM_INFINITY
+	static const struct {
+		int resource;
+		struct rlimit lim;
+	} limits[] = {
+		{ RLIMIT_CPU, { KH_INF, KH_INF } },
+		{ RLIMIT_FSIZE, { KH_INF, KH_INF } },
+		{ RLIMIT_DATA, { KH_INF, KH_INF } },
+		{ RLIMIT_STACK, { 8u << 20, KH_INF } },
+		{ RLIMIT_CORE, { 0, 0 } },
+		{ RLIMIT_RSS, { KH_INF, KH_INF } },
+		{ RLIMIT_NPROC, { KH_INF, KH_INF } },
+		{ RLIMIT_NOFILE, { 1024, 1024 } },
+		{ RLIMIT_MEMLOCK, { KH_INF, KH_INF } },
+		{ RLIMIT_AS, { KH_INF, KH_INF } },
+		{ RLIMIT_LOCKS, { KH_INF, KH_INF } },
+		{ RLIMIT_SIGPENDING, { KH_INF, KH_INF } },
+		{ RLIMIT_MSGQUEUE, { KH_INF, KH_INF } },
+		{ RLIMIT_NICE, { 0, 0 } },
+		{ RLIMIT_RTPRIO, { 0, 0 } },
+		{ RLIMIT_RTTIME, { KH_INF, KH_INF } },
+	};
+#undef KH_INF
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		if (setrlimit((__rlimit_resource_t)limits[i].resource, &limits[i].lim) != 0)
+			return -1;
+	return 0;
+}
+
 /* Nothing of the caller's process state reaches the PAM stack but what is
  * needed: no environment, no inherited descriptors beyond the standard
- * three, the limits a login starts with, no core dumps of a PIN. */
+ * three, the limits a login starts with, no core dumps of a PIN, and no
+ * death by SIGPIPE (a peer the user may kill — the forwarded token's
+ * process is theirs — is an error to report, not the end of root's
+ * process). */
 static int
 reset_process(void)
 {
-	static const struct rlimit none = { 0, 0 };
-	struct rlimit files = { 1024, 1024 }, unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
 
 	if (clearenv() != 0 || setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1) != 0)
 		return -1;
 	umask(077);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || setrlimit(RLIMIT_CORE, &none) != 0 ||
-	    setrlimit(RLIMIT_FSIZE, &unlimited) != 0 || setrlimit(RLIMIT_NOFILE, &files) != 0)
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || reset_limits() != 0 ||
+	    sigaction(SIGPIPE, &ign, NULL) != 0)
 		return -1;
 	return close_range(3, ~0U, 0);
 }
