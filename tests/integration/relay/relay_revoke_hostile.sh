@@ -70,6 +70,17 @@ hostile_stop() {
 }
 served() { relay_ctl list | awk -v u="$AUID" '$1 == u' | grep -c . ; }
 
+# logins_gone: every sshd login of alice has ended, its PAM session closed
+# by the monitor (the next login is then her only one).
+logins_gone() {
+	local i
+	for i in $(seq 1 200); do
+		ps -eo args= | grep -Eq "^[^ ]*sshd[^ ]*: $alice( |@|\$)" || return 0
+		sleep 0.05
+	done
+	_logins_bail "a login of $alice did not end"
+}
+
 # login_served NAME WHAT: NAME logs in, the relay serves alice.
 login_served() {
 	LOGIN_PIN=$PIN login_open "$1" "${SSH_ARGV[@]}"
@@ -104,14 +115,52 @@ admin_revoke_against() {
 	hostile_stop
 	wait "$rpid"
 	refused revoked "$what"
-	login_kill "r$1"
+	login_close "r$1"
+	logins_gone
 }
 
 # --- kubehsm admin revoke ----------------------------------------------------
+# The target prepares: keys of their own in their user keyring (most of the
+# 200 the quota allows) make any step that looks through it as them — and
+# so can be signalled by them — last longer.
+relay_as "$alice" sh -c 'for i in $(seq 1 150); do keyctl add user "kh-pad-$i" x @u; done' \
+	>/dev/null 2>&1
+is "$(as_user "$alice" keyctl rlist @u 2>/dev/null | wc -w)" 150 \
+	"$alice holds 150 keys of her own in her user keyring"
 # revoke_on_logout = false: the SIGKILL loop ends alice's login too, and
 # that must not be what ends her session here.
 admin_revoke_against SIGKILL
 admin_revoke_against SIGSTOP
+
+# A step run as the user is over in well under a millisecond, so one
+# revocation may slip past the loop by luck: many in a row, each of a
+# session root hands the relay afresh, must all end it within 3 s.
+ATTEMPTS=25
+relay_mint "$alice" || _logins_bail "relay_mint"
+# attempts SIG: ATTEMPTS admin revokes while the loop sends SIG; how many
+# left the relay serving alice 3 s on (stops at the first).
+attempts() {
+	local i t0 rpid bad=0
+	hostile_start "$1"
+	for i in $(seq 1 "$ATTEMPTS"); do
+		relay_deliver "$alice" >/dev/null 2>&1 && [ "$(served)" = 1 ] ||
+			{ diag "attempt $i: the relay did not take the session"; bad=-1; break; }
+		t0=$(date +%s%N)
+		"$KUBEHSM" admin revoke "$alice" >/dev/null 2>&1 &
+		rpid=$!
+		while kill -0 "$rpid" 2>/dev/null && [ $((($(date +%s%N) - t0) / 1000000)) -lt 3000 ]; do
+			sleep 0.02
+		done
+		[ "$(served)" = 0 ] || { diag "attempt $i: still served 3 s on"; bad=$i; }
+		kill -KILL "$rpid" 2>/dev/null
+		wait "$rpid" 2>/dev/null
+		[ "$bad" = 0 ] || break
+	done
+	hostile_stop
+	is "$bad" 0 "$ATTEMPTS admin revokes against kill(-1, $1), each of a fresh session: every one ended it in the relay within 3 s"
+}
+attempts SIGKILL
+attempts SIGSTOP
 
 # --- the last logout -----------------------------------------------------------
 # The SIGKILL loop ends the login itself: sshd's monitor (root) closes the
