@@ -234,8 +234,12 @@ caller_uid(uid_t *uid)
  * caller set (pkexec passes them on): a caller's RLIMIT_CPU, AS, DATA,
  * FSIZE or STACK could otherwise end or break this root process halfway
  * through storing a session.  No core dumps (a PIN); 1024 descriptors, so
- * select() in a library stays safe; the kernel's default stack.  Root may
- * raise hard limits, so each is set outright.
+ * select() in a library stays safe; the kernel's default stack.
+ *
+ * Root may raise a hard limit only with CAP_SYS_RESOURCE, which a container
+ * may not grant: then the soft limit goes as high as the hard one allows.
+ * A hard limit the caller lowered below what this process needs to finish
+ * (`need`) and that cannot be raised is refused before anything starts.
  */
 static int
 reset_limits(void)
@@ -243,30 +247,51 @@ reset_limits(void)
 #define KH_INF RLIM_INFINITY
 	static const struct {
 		int resource;
-		struct rlimit lim;
+		const char *name;
+		rlim_t soft, hard;
+		bool need;          /* refuse less than soft */
 	} limits[] = {
-		{ RLIMIT_CPU, { KH_INF, KH_INF } },
-		{ RLIMIT_FSIZE, { KH_INF, KH_INF } },
-		{ RLIMIT_DATA, { KH_INF, KH_INF } },
-		{ RLIMIT_STACK, { 8u << 20, KH_INF } },
-		{ RLIMIT_CORE, { 0, 0 } },
-		{ RLIMIT_RSS, { KH_INF, KH_INF } },
-		{ RLIMIT_NPROC, { KH_INF, KH_INF } },
-		{ RLIMIT_NOFILE, { 1024, 1024 } },
-		{ RLIMIT_MEMLOCK, { KH_INF, KH_INF } },
-		{ RLIMIT_AS, { KH_INF, KH_INF } },
-		{ RLIMIT_LOCKS, { KH_INF, KH_INF } },
-		{ RLIMIT_SIGPENDING, { KH_INF, KH_INF } },
-		{ RLIMIT_MSGQUEUE, { KH_INF, KH_INF } },
-		{ RLIMIT_NICE, { 0, 0 } },
-		{ RLIMIT_RTPRIO, { 0, 0 } },
-		{ RLIMIT_RTTIME, { KH_INF, KH_INF } },
+		{ RLIMIT_CPU, "CPU time", KH_INF, KH_INF, true },
+		{ RLIMIT_FSIZE, "file size", KH_INF, KH_INF, true },
+		{ RLIMIT_DATA, "data size", KH_INF, KH_INF, true },
+		{ RLIMIT_STACK, "stack size", 8u << 20, KH_INF, true },
+		{ RLIMIT_CORE, "core size", 0, 0, false },
+		{ RLIMIT_RSS, "resident set", KH_INF, KH_INF, false },
+		{ RLIMIT_NPROC, "processes", KH_INF, KH_INF, false },
+		{ RLIMIT_NOFILE, "open files", 1024, 1024, true },
+		{ RLIMIT_MEMLOCK, "locked memory", KH_INF, KH_INF, false },
+		{ RLIMIT_AS, "address space", KH_INF, KH_INF, true },
+		{ RLIMIT_LOCKS, "file locks", KH_INF, KH_INF, false },
+		{ RLIMIT_SIGPENDING, "pending signals", KH_INF, KH_INF, false },
+		{ RLIMIT_MSGQUEUE, "message queues", KH_INF, KH_INF, false },
+		{ RLIMIT_NICE, "nice", 0, 0, false },
+		{ RLIMIT_RTPRIO, "real-time priority", 0, 0, false },
+		{ RLIMIT_RTTIME, "real-time CPU time", KH_INF, KH_INF, false },
 	};
 #undef KH_INF
 
-	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
-		if (setrlimit((__rlimit_resource_t)limits[i].resource, &limits[i].lim) != 0)
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		__rlimit_resource_t res = (__rlimit_resource_t)limits[i].resource;
+		struct rlimit want = { limits[i].soft, limits[i].hard }, have;
+
+		if (setrlimit(res, &want) == 0)
+			continue;
+		if (errno != EPERM || getrlimit(res, &have) != 0)
 			return -1;
+		/* No raising the hard limit here: as high as it allows. */
+		want.rlim_max = have.rlim_max;
+		if (want.rlim_cur > have.rlim_max)
+			want.rlim_cur = have.rlim_max;
+		if (setrlimit(res, &want) != 0)
+			return -1;
+		if (limits[i].need && want.rlim_cur < limits[i].soft) {
+			fprintf(stderr, "kubehsm-login: your hard limit on %s is lower than "
+				"kubehsm login needs, and cannot be raised here; run it from a "
+				"shell without that limit\n", limits[i].name);
+			errno = EPERM;
+			return -1;
+		}
+	}
 	return 0;
 }
 
