@@ -12,8 +12,10 @@
 #     relay has forgotten the user's session, root's command succeeded;
 #   - the last logout against a SIGKILL loop (which is what ends the login:
 #     sshd's monitor then runs close_session): the relay has forgotten it;
-#   - 60 admin revokes in a row against each loop, and 3 logouts: a step
-#     the user could signal is over fast, and may slip past by luck once;
+#   - 60 admin revokes in a row against each loop, 3 sshd logouts, and 30
+#     close_sessions (tests/probes/pam_driver, the same stack) against each
+#     loop: a step the user could signal is over fast, and may slip past
+#     by luck once;
 # and after the loop, the user's next request through the relay is refused
 # with a 401 that says why, and the user's record is gone from the keyring.
 . "$KH_SRCDIR/tests/integration/logins/logins_common.sh"
@@ -180,6 +182,51 @@ for i in 1 2 3; do
 	login_kill "l$i"
 	logins_gone
 done
+
+# --- close_session, many times ----------------------------------------------
+# The same PAM stack driven by root's tests/probes/pam_driver: authenticate
+# and open_session (the uid's only login; its session goes to the relay),
+# then close_session with the loop running: a step of it the user could
+# signal would keep the relay serving them.
+DRIVER=$KH_BUILDDIR/tests/probes/pam_driver
+[ -x "$DRIVER" ] || _logins_bail "tests/probes/pam_driver not built"
+DRV_ENV=()
+if nm -D "$PAM_KUBEHSM" 2>/dev/null | grep -q __asan_init &&
+	! nm -D "$DRIVER" 2>/dev/null | grep -q __asan_init; then
+	DRV_ENV=(LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0)
+fi
+CLOSES=30
+# closes SIG: CLOSES logins, each closed while the loop sends SIG.
+closes() {
+	local i line t0 drv_pid bad=0
+	for i in $(seq 1 "$CLOSES"); do
+		coproc DRV { env "${DRV_ENV[@]}" KH_PIN="$PIN" KH_GATE=close_session "$DRIVER" \
+			"$SSHD_SERVICE" "$alice" 1 authenticate open_session close_session 2>&1; }
+		drv_pid=$DRV_PID
+		line=""
+		read -r -t 60 line <&"${DRV[0]}"
+		if [ "$line" != "gate close_session" ] || [ "$(served)" != 1 ]; then
+			diag "close $i: the login did not open and deliver ($line)"
+			bad=-1
+		else
+			hostile_start "$1"
+			echo >&"${DRV[1]}"
+			t0=$(date +%s%N)
+			while [ "$(served)" != 0 ] &&
+				[ $((($(date +%s%N) - t0) / 1000000)) -lt 3000 ]; do
+				sleep 0.02
+			done
+			[ "$(served)" = 0 ] || { diag "close $i: still served 3 s on"; bad=$i; }
+			hostile_stop
+		fi
+		cat <&"${DRV[0]}" >/dev/null 2>&1
+		wait "$drv_pid" 2>/dev/null
+		[ "$bad" = 0 ] || break
+	done
+	is "$bad" 0 "$CLOSES close_sessions against kill(-1, $1), each of the uid's only login: every one ended the relay's session within 3 s"
+}
+closes SIGKILL
+closes SIGSTOP
 
 logins_sanitizer_reports
 done_testing
