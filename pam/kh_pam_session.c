@@ -508,7 +508,6 @@ struct ending_ctx {
 	pam_handle_t *pamh;
 	const struct kh_pam_opts *opts;
 	const struct opened *o;
-	bool told;
 };
 
 /*
@@ -522,7 +521,6 @@ tell_relay(void *data)
 {
 	struct ending_ctx *c = data;
 
-	c->told = true;
 	if (c->o->relay_rundir == NULL)
 		return;
 	kh_pam_time_add(c->opts, KH_STEP_LOGOUT);
