@@ -189,9 +189,13 @@ chmod 0600 "$PKI_DIR/users.pem"
 # kubehsm-login, nor may SIGPIPE end it: what its process has, read from
 # /proc for as long as it lives (the last reading is after its start-up).
 watch_login_prog() {
-	local p="" seen=""
+	local p="" seen="" q
 	for _ in $(seq 1 6000); do
-		p=$(pgrep -x kubehsm-login | head -1)
+		# This test's program only (other kubehsm builds may run theirs).
+		p=""
+		for q in $(pgrep -x kubehsm-login); do
+			[ "$(readlink "/proc/$q/exe")" = "$LOGIN_PROG" ] && p=$q
+		done
 		if [ -n "$p" ]; then
 			seen=1
 			cat "/proc/$p/limits" >"$KH_TMP/kl.limits.new" 2>/dev/null &&
@@ -207,7 +211,7 @@ watch_login_prog() {
 rm -f "$KH_TMP/kl.limits" "$KH_TMP/kl.sigign"
 watch_login_prog &
 WATCH=$!
-LOGIN_PIN=$PIN login_run_tty a1 "(ulimit -S -t 100000 -v 60000000 -d 60000000 -s 2048 && $KLOGIN --renew)"
+LOGIN_PIN=$PIN login_run_tty a1 "(ulimit -S -t 100000 -v 60000000 -d 60000000 -s 2048 && exec env --default-signal=PIPE $KLOGIN --renew)"
 wait "$WATCH"
 chmod 0644 "$PKI_DIR/users.pem"
 if [ "$rc" = 0 ] && grep -q '^Kube session renewed' <<<"$out"; then
