@@ -8,8 +8,9 @@
  * it or stretch its timeout, and no other uid gets anything — also not a
  * process of another uid that shares or possesses the user's keyrings
  * (sudo -u, su), since possession grants nothing.  Root itself acts on the
- * records only through a child that becomes the user (kh_keyops), and
- * remembers what it issued in its own index (kh_index).  The kernel timeout
+ * records as the user: through a child that becomes the user to store them
+ * (kh_keyops), with the user's filesystem ids in its own thread to end them
+ * (kh_asuser), and remembers what it issued in its own index (kh_index).  The kernel timeout
  * is the seconds left to expiry.
  *
  * Nothing here ever falls back to files.
@@ -68,7 +69,10 @@ int kh_cache_store(const struct kh_record *rec, const char *pin, int32_t *serial
  * kh_cache_logout: one login closes; serials are the scope-session records
  * it minted (ended with revoke_on_logout); at the uid's last login every
  * scope-user key goes too.  Returns 1 if a session ended, 0 if none did,
- * -1 on error.
+ * -1 on error.  `ending` (may be NULL) is called with ctx once the logout
+ * is known to end a session record and before any key is touched, whatever
+ * the keyring step then does: the caller tells whoever else holds the
+ * session (kubehsm-relayd) there, first.
  */
 enum kh_login_kind {
 	KH_LOGIN_NEW,
@@ -78,8 +82,10 @@ enum kh_login_kind {
 int kh_cache_login(struct kh_record *rec, const char *pin, enum kh_login_kind kind,
 		   int32_t *serial, kh_error *err);
 int kh_cache_login_count(uid_t uid, const char *user, kh_error *err);
+typedef void (*kh_cache_ending_fn)(void *ctx);
 int kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
-		    size_t nserials, bool revoke_on_logout, kh_error *err);
+		    size_t nserials, bool revoke_on_logout, kh_cache_ending_fn ending,
+		    void *ctx, kh_error *err);
 
 /*
  * Find the calling process's valid record for issuer_id ("" = default):

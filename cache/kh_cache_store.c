@@ -23,12 +23,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/kh_asuser.h"
 #include "cache/kh_cache_int.h"
 #include "cache/kh_index.h"
 #include "cache/kh_keyops.h"
@@ -212,35 +214,6 @@ batch_guarded(const struct batch *b, size_t i, enum kh_scope scope, kh_error *er
 				     "closing the destination keyring to other uids");
 }
 
-/* How many of the batch's INVALIDATE/DROP operations removed a key. */
-static int
-batch_removed(const struct batch *b)
-{
-	int n = 0;
-	size_t i;
-
-	for (i = 0; i < b->nres; i++) {
-		enum kh_keyop_kind k = b->ops[b->res[i].op].kind;
-
-		if ((k == KH_KEYOP_INVALIDATE || k == KH_KEYOP_DROP) && b->res[i].err == 0)
-			n++;
-	}
-	return n;
-}
-
-/* Did one of the batch's DROP operations remove key? */
-static bool
-batch_dropped(const struct batch *b, key_serial_t key)
-{
-	size_t i;
-
-	for (i = 0; i < b->nres; i++)
-		if (b->ops[b->res[i].op].kind == KH_KEYOP_DROP && b->res[i].err == 0 &&
-		    b->res[i].key == key)
-			return true;
-	return false;
-}
-
 /* ---- what the index says ---------------------------------------------------- */
 
 static int
@@ -420,25 +393,91 @@ kh_cache_store(const struct kh_record *rec, const char *pin, int32_t *serial,
 /* What else revoke_locked looks for beyond the index entries it is given. */
 enum revoke_scan {
 	SCAN_NONE,
-	SCAN_USER_KEYRING,    /* records and PINs of one issuer the index does not
-			       * know, in the user keyring (admin revoke) */
+	SCAN_USER_KEYS,       /* records and PINs of one issuer the index does not
+			       * know, wherever the user has them (admin revoke) */
 	SCAN_SESSION_PIN,     /* the PIN keys of the ended scope-session records,
 			       * in the login's own session keyring (logout) */
 };
 
-/* An "ended" marker for a session record of `user` that goes, in the
- * keyring the record was meant for; once per issuer and scope.  Only
- * improves the reader's message: failures are not errors. */
+/* The keys a revocation removed, for the count and the index. */
+struct revoked {
+	key_serial_t gone[KH_MAX_OPS];
+	size_t n;
+};
+
+static bool
+revoked_has(const struct revoked *rv, key_serial_t key)
+{
+	size_t i;
+
+	for (i = 0; i < rv->n && i < KH_MAX_OPS; i++)
+		if (rv->gone[i] == key)
+			return true;
+	return false;
+}
+
+/* Drop the user's keys described `kind`/`issuer` (directly in ring, or
+ * anywhere when ring is 0). */
 static void
-stage_marker(struct batch *b, const struct kh_index_entry *e, const char *user,
-	     int64_t until)
+revoke_drop(const struct kh_asuser *as, key_serial_t ring, const char *kind,
+	    const char *issuer, struct revoked *rv)
+{
+	char desc[KH_DESC_MAX];
+
+	if (kh_record_description(kind, issuer, desc, sizeof(desc), NULL) != 0)
+		return;
+	(void)kh_asuser_drop(as, ring, desc, rv->gone, KH_MAX_OPS, &rv->n);
+}
+
+/*
+ * The revocation itself, as root with the user's fsuid (kh_asuser): the
+ * index's keys by serial, then what `scan` looks for.  No process of the
+ * user's takes part, so the user cannot delay or stop it.
+ */
+static int
+revoke_keys(const struct kh_index *ix, const bool *pick, enum revoke_scan scan,
+	    const char *scan_issuer, struct revoked *rv, kh_error *err)
+{
+	struct kh_asuser as;
+	size_t i;
+
+	if (kh_asuser_begin(&as, ix->uid, err) != 0)
+		return -1;
+	for (i = 0; i < ix->n; i++) {
+		const struct kh_index_entry *e = &ix->e[i];
+
+		if (!pick[i])
+			continue;
+		if (kh_asuser_invalidate(&as, e->serial) == 0 && rv->n < KH_MAX_OPS)
+			rv->gone[rv->n++] = e->serial;
+		if (scan == SCAN_SESSION_PIN && e->kind == KH_INDEX_SESSION &&
+		    e->scope == KH_SCOPE_SESSION)
+			revoke_drop(&as, KEY_SPEC_SESSION_KEYRING, "pin", e->issuer, rv);
+	}
+	if (scan == SCAN_USER_KEYS) {
+		revoke_drop(&as, 0, "session", scan_issuer, rv);
+		revoke_drop(&as, 0, "pin", scan_issuer, rv);
+	}
+	kh_asuser_end(&as);
+	return 0;
+}
+
+/* An "ended" marker for a session record of `user` that went, in the
+ * keyring the record was meant for; once per issuer and scope.  Only
+ * improves the reader's message: failures are not errors.  Staged as root;
+ * linked with the user's fsuid. */
+static void
+leave_marker(struct batch *b, const struct kh_index_entry *e, const char *user,
+	     int64_t until, key_serial_t user_ring)
 {
 	const char *desc = batch_desc(b, "ended", e->issuer);
 	char payload[KH_MARKER_MAX], tag[KH_DESC_MAX + 8];
-	key_serial_t marker;
+	key_serial_t marker, ring;
+	struct kh_asuser as;
 	int n;
 
-	if (desc == NULL)
+	ring = e->scope == KH_SCOPE_SESSION ? KEY_SPEC_SESSION_KEYRING : user_ring;
+	if (desc == NULL || ring == -1)
 		return;
 	/* One marker per issuer and ring: remember the pair in the pool. */
 	(void)snprintf(tag, sizeof(tag), "%s@%s", e->scope == KH_SCOPE_SESSION ? "s" : "u", desc);
@@ -453,8 +492,37 @@ stage_marker(struct batch *b, const struct kh_index_entry *e, const char *user,
 	memcpy(b->descs[b->ndescs++], tag, strlen(tag) + 1);
 	marker = stage_key(b, desc, payload, (size_t)n,
 			   seconds_until(until, KH_ENDED_MIN_TIMEOUT), NULL);
-	if (marker > 0)
-		(void)batch_op(b, KH_KEYOP_LINK, marker, dest_ring(e->scope), NULL);
+	if (marker > 0 && kh_asuser_begin(&as, b->uid, NULL) == 0) {
+		(void)kh_asuser_link(&as, marker, ring);
+		kh_asuser_end(&as);
+	}
+}
+
+/* The markers for the session records that went. */
+static void
+leave_markers(const struct kh_index *ix, const bool *pick, int64_t until)
+{
+	struct batch *b = malloc(sizeof(*b));
+	key_serial_t user_ring = -1;
+	struct kh_asuser as;
+	size_t i;
+
+	if (b == NULL || batch_begin(b, ix->uid, NULL) != 0) {
+		free(b);
+		return;
+	}
+	for (i = 0; i < ix->n; i++)
+		if (pick[i] && ix->e[i].kind == KH_INDEX_SESSION && ix->e[i].scope == KH_SCOPE_USER)
+			break;
+	if (i < ix->n && kh_asuser_begin(&as, ix->uid, NULL) == 0) {
+		user_ring = kh_asuser_user_keyring(&as);
+		kh_asuser_end(&as);
+	}
+	for (i = 0; i < ix->n; i++)
+		if (pick[i] && ix->e[i].kind == KH_INDEX_SESSION)
+			leave_marker(b, &ix->e[i], ix->user, until, user_ring);
+	batch_end(b);
+	free(b);
 }
 
 /*
@@ -466,54 +534,27 @@ static int
 revoke_locked(struct kh_index *ix, const bool *pick, enum revoke_scan scan,
 	      const char *scan_issuer, kh_error *err)
 {
-	struct batch *b = malloc(sizeof(*b));
+	struct revoked *rv = calloc(1, sizeof(*rv));
 	int64_t until = 0;
-	const char *d;
 	size_t i;
 	int removed;
 
-	if (b == NULL)
+	if (rv == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
-	if (batch_begin(b, ix->uid, err) != 0) {
-		free(b);
-		return -1;
-	}
 	for (i = 0; i < ix->n; i++)
 		if (pick[i] && ix->e[i].expires > until)
 			until = ix->e[i].expires;
-	for (i = 0; i < ix->n; i++) {
-		const struct kh_index_entry *e = &ix->e[i];
-
-		if (!pick[i])
-			continue;
-		(void)batch_op(b, KH_KEYOP_INVALIDATE, e->serial, 0, NULL);
-		if (e->kind != KH_INDEX_SESSION)
-			continue;
-		if (scan == SCAN_SESSION_PIN && e->scope == KH_SCOPE_SESSION &&
-		    (d = batch_desc(b, "pin", e->issuer)) != NULL)
-			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_SESSION_KEYRING, d);
-		stage_marker(b, e, ix->user, until);
+	if (revoke_keys(ix, pick, scan, scan_issuer, rv, err) != 0) {
+		free(rv);
+		return -1;
 	}
-	if (scan == SCAN_USER_KEYRING) {
-		if ((d = batch_desc(b, "session", scan_issuer)) != NULL)
-			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_USER_KEYRING, d);
-		if ((d = batch_desc(b, "pin", scan_issuer)) != NULL)
-			(void)batch_op(b, KH_KEYOP_DROP, 0, KEY_SPEC_USER_KEYRING, d);
-	}
-	removed = 0;
-	if (b->nops > 0) {
-		if (batch_run(b, err) != 0) {
-			batch_end(b);
-			free(b);
-			return -1;
-		}
-		removed = batch_removed(b);
-	}
+	/* The revocation is done; what follows only improves messages. */
+	leave_markers(ix, pick, until);
+	removed = rv->n > INT_MAX ? INT_MAX : (int)rv->n;
 	for (i = ix->n; i-- > 0;)
-		if (pick[i] || batch_dropped(b, ix->e[i].serial))
+		if (pick[i] || revoked_has(rv, ix->e[i].serial))
 			kh_index_remove(ix, i);
-	batch_end(b);
-	free(b);
+	free(rv);
 	return removed;
 }
 
@@ -654,7 +695,7 @@ kh_cache_login_count(uid_t uid, const char *user, kh_error *err)
 
 int
 kh_cache_logout(uid_t uid, const char *user, const int32_t *serials, size_t nserials,
-		bool revoke_on_logout, kh_error *err)
+		bool revoke_on_logout, kh_cache_ending_fn ending, void *ctx, kh_error *err)
 {
 	struct kh_index ix;
 	bool *pick = NULL;
@@ -690,6 +731,8 @@ kh_cache_logout(uid_t uid, const char *user, const int32_t *serials, size_t nser
 			any = any || pick[i];
 			ended = ended || (pick[i] && ix.e[i].kind == KH_INDEX_SESSION);
 		}
+		if (ended && ending != NULL)
+			ending(ctx);
 		if (any && revoke_locked(&ix, pick, SCAN_SESSION_PIN, NULL, err) < 0)
 			rc = -1;
 	}
@@ -717,7 +760,7 @@ revoke_as_root(uid_t uid, const char *issuer_id, kh_error *err)
 	if (index_begin(uid, &ix, &lock, err) != 0)
 		return -1;
 	pick = pick_entries(&ix, issuer_id, -1, err);
-	rc = pick == NULL ? -1 : revoke_locked(&ix, pick, SCAN_USER_KEYRING, issuer_id, err);
+	rc = pick == NULL ? -1 : revoke_locked(&ix, pick, SCAN_USER_KEYS, issuer_id, err);
 	if (rc >= 0 && kh_index_save(&ix, err) != 0)
 		rc = -1;
 	free(pick);

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <dlfcn.h>
 
+#include "cache/kh_asuser.h"
 #include "cache/kh_cache_int.h"
 #include "cache/kh_keyops.h"
 #include "cache/kh_keyops_wire.h"
@@ -42,7 +43,6 @@
 
 #define KH_KEYOPS_MAX_RESULTS 1024
 #define KH_KEYOPS_TIMEOUT_MS  10000
-#define KH_NOGROUP            65534
 #define KH_KEYOPS_NAME        "kubehsm-keyops"
 
 /* ---- the parent ----------------------------------------------------------- */
@@ -130,34 +130,6 @@ reader_wipe(struct reader *r)
 {
 	explicit_bzero(r->buf, sizeof(r->buf));
 	r->off = r->len = 0;
-}
-
-static gid_t
-account_gid(uid_t uid)
-{
-	struct passwd pw, *found = NULL;
-	size_t size = 4096;
-	gid_t gid = KH_NOGROUP;
-	char *buf = NULL;
-	int rc;
-
-	for (;;) {
-		char *nb = realloc(buf, size);
-
-		if (nb == NULL)
-			break;
-		buf = nb;
-		rc = getpwuid_r(uid, &pw, buf, size, &found);
-		if (rc == ERANGE && size < (1u << 20)) {
-			size *= 2;
-			continue;
-		}
-		if (rc == 0 && found != NULL)
-			gid = pw.pw_gid;
-		break;
-	}
-	free(buf);
-	return gid;
 }
 
 static int
@@ -382,7 +354,7 @@ kh_keyops_run(uid_t uid, const struct kh_keyop *ops, size_t nops,
 		return kh_fail(err, KH_ERR_PERM, "acting on another user's keys needs root");
 	if (helper_path(path, sizeof(path)) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot locate %s", KH_KEYOPS_NAME);
-	gid = geteuid() == 0 ? account_gid(uid) : getgid();
+	gid = geteuid() == 0 ? kh_asuser_account_gid(uid) : getgid();
 	req = build_request(uid, gid, ops, nops, &req_len);
 	if (req == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "cannot build the keyring helper's request");

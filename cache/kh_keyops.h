@@ -3,9 +3,10 @@
  *
  * A stored record grants nothing to its possessor and nothing to root: only
  * processes of the record's uid may see, read, link or invalidate it.  So
- * every root-side operation on a user's keys (linking a new record into the
- * user keyring, reading the current one, invalidating old ones) runs in a
- * helper program, kubehsm-keyops, that fully becomes the user — real,
+ * the root-side operations that must resolve the user's own keyrings
+ * (linking a new record into the user keyring at login, reading and
+ * re-storing the current one) run in a helper program, kubehsm-keyops,
+ * that fully becomes the user — real,
  * effective, saved and filesystem uid and gid, no supplementary groups —
  * and reports back over a socket.  The host login program (sshd, su, sudo,
  * login) never changes its own credentials, whatever fails (the pattern of
@@ -14,6 +15,10 @@
  * The helper inherits the caller's keyrings, so KEY_SPEC_SESSION_KEYRING is
  * the login's session keyring (set up by pam_keyinit) and
  * KEY_SPEC_USER_KEYRING resolves to the user's own.
+ *
+ * The user may signal that helper, so nothing that ends a session waits on
+ * it: revocation and logout act with the user's filesystem ids in root's
+ * own thread instead (kh_asuser.h).
  *
  * Return convention: kh_keyops_run returns 0 on success and -1 on failure
  * with err set; an operation that fails does not fail the call: its errno

@@ -19,6 +19,7 @@ noinst_LTLIBRARIES += cache/libkh-cache-root.la
 cache_libkh_cache_root_la_SOURCES = \
 	cache/kh_cache_store.c cache/kh_cache_list.c \
 	cache/kh_keyops.c cache/kh_keyops.h cache/kh_keyops_wire.h \
+	cache/kh_asuser.c cache/kh_asuser.h \
 	cache/kh_index.c cache/kh_index.h
 cache_libkh_cache_root_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKH_KEYOPS_PATH='"$(pkglibexecdir)/kubehsm-keyops"'

@@ -205,7 +205,7 @@ kh_admin_revoke(const char *who, const char *issuer)
 	char *end;
 	uid_t uid;
 	kh_error err;
-	int r;
+	int r, relay_rc, relay_ended = 0;
 
 	if (pw != NULL) {
 		uid = pw->pw_uid;
@@ -219,15 +219,16 @@ kh_admin_revoke(const char *who, const char *issuer)
 		}
 		uid = (uid_t)v;
 	}
+	/* The relay first (or root's note for it), whatever the keyring step
+	 * then meets: the user must not keep being served because of it. */
+	relay_rc = kh_admin_revoke_relay(uid, issuer, &relay_ended);
 	r = kh_cache_revoke(uid, issuer, &err);
-	if (r < 0) {
+	if (r < 0)
 		kh_cli_error("admin revoke: %s", err.msg);
+	if (r < 0 || relay_rc != 0)
 		return KH_EXIT_FAIL;
-	}
-	if (kh_admin_revoke_relay(uid, issuer, &r) != 0)
-		return KH_EXIT_FAIL;
-	printf(r > 0 ? "Ended the kube session of %s (uid %u).\n"
-		      : "%s (uid %u) has no kube session.\n", who, (unsigned)uid);
+	printf(r > 0 || relay_ended > 0 ? "Ended the kube session of %s (uid %u).\n"
+					 : "%s (uid %u) has no kube session.\n", who, (unsigned)uid);
 	return KH_EXIT_OK;
 }
 

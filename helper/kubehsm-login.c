@@ -229,20 +229,88 @@ caller_uid(uid_t *uid)
 	return 0;
 }
 
+/*
+ * Every resource limit, as a login of root's starts with, whatever the
+ * caller set (pkexec passes them on): a caller's RLIMIT_CPU, AS, DATA,
+ * FSIZE or STACK could otherwise end or break this root process halfway
+ * through storing a session.  No core dumps (a PIN); 1024 descriptors, so
+ * select() in a library stays safe; the kernel's default stack.
+ *
+ * Root may raise a hard limit only with CAP_SYS_RESOURCE, which a container
+ * may not grant: then the soft limit goes as high as the hard one allows.
+ * A hard limit the caller lowered below what this process needs to finish
+ * (`need`) and that cannot be raised is refused before anything starts.
+ */
+static int
+reset_limits(void)
+{
+#define KH_INF RLIM_INFINITY
+	static const struct {
+		int resource;
+		const char *name;
+		rlim_t soft, hard;
+		bool need;          /* refuse less than soft */
+	} limits[] = {
+		{ RLIMIT_CPU, "CPU time", KH_INF, KH_INF, true },
+		{ RLIMIT_FSIZE, "file size", KH_INF, KH_INF, true },
+		{ RLIMIT_DATA, "data size", KH_INF, KH_INF, true },
+		{ RLIMIT_STACK, "stack size", 8u << 20, KH_INF, true },
+		{ RLIMIT_CORE, "core size", 0, 0, false },
+		{ RLIMIT_RSS, "resident set", KH_INF, KH_INF, false },
+		{ RLIMIT_NPROC, "processes", KH_INF, KH_INF, false },
+		{ RLIMIT_NOFILE, "open files", 1024, 1024, true },
+		{ RLIMIT_MEMLOCK, "locked memory", KH_INF, KH_INF, false },
+		{ RLIMIT_AS, "address space", KH_INF, KH_INF, true },
+		{ RLIMIT_LOCKS, "file locks", KH_INF, KH_INF, false },
+		{ RLIMIT_SIGPENDING, "pending signals", KH_INF, KH_INF, false },
+		{ RLIMIT_MSGQUEUE, "message queues", KH_INF, KH_INF, false },
+		{ RLIMIT_NICE, "nice", 0, 0, false },
+		{ RLIMIT_RTPRIO, "real-time priority", 0, 0, false },
+		{ RLIMIT_RTTIME, "real-time CPU time", KH_INF, KH_INF, false },
+	};
+#undef KH_INF
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		__rlimit_resource_t res = (__rlimit_resource_t)limits[i].resource;
+		struct rlimit want = { limits[i].soft, limits[i].hard }, have;
+
+		if (setrlimit(res, &want) == 0)
+			continue;
+		if (errno != EPERM || getrlimit(res, &have) != 0)
+			return -1;
+		/* No raising the hard limit here: as high as it allows. */
+		want.rlim_max = have.rlim_max;
+		if (want.rlim_cur > have.rlim_max)
+			want.rlim_cur = have.rlim_max;
+		if (setrlimit(res, &want) != 0)
+			return -1;
+		if (limits[i].need && want.rlim_cur < limits[i].soft) {
+			fprintf(stderr, "kubehsm-login: your hard limit on %s is lower than "
+				"kubehsm login needs, and cannot be raised here; run it from a "
+				"shell without that limit\n", limits[i].name);
+			errno = EPERM;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Nothing of the caller's process state reaches the PAM stack but what is
  * needed: no environment, no inherited descriptors beyond the standard
- * three, the limits a login starts with, no core dumps of a PIN. */
+ * three, the limits a login starts with, no core dumps of a PIN, and no
+ * death by SIGPIPE (a peer the user may kill — the forwarded token's
+ * process is theirs — is an error to report, not the end of root's
+ * process). */
 static int
 reset_process(void)
 {
-	static const struct rlimit none = { 0, 0 };
-	struct rlimit files = { 1024, 1024 }, unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
 
 	if (clearenv() != 0 || setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1) != 0)
 		return -1;
 	umask(077);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || setrlimit(RLIMIT_CORE, &none) != 0 ||
-	    setrlimit(RLIMIT_FSIZE, &unlimited) != 0 || setrlimit(RLIMIT_NOFILE, &files) != 0)
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || reset_limits() != 0 ||
+	    sigaction(SIGPIPE, &ign, NULL) != 0)
 		return -1;
 	return close_range(3, ~0U, 0);
 }

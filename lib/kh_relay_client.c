@@ -228,7 +228,7 @@ kh_relay_forget_at(const char *rundir, const char *sockname, const struct kh_rel
 	return 0;
 }
 
-/* Remove uid's notes older than keep_ns (0: all): a newer forget covers them. */
+/* Remove uid's notes older than keep_ns: a newer forget covers them. */
 static void
 kh_relay_prune_notes(const char *dir, uid_t uid, int64_t keep_ns)
 {
@@ -252,7 +252,7 @@ kh_relay_prune_notes(const char *dir, uid_t uid, int64_t keep_ns)
 			if (*end != '\0')
 				continue;
 		}
-		if (keep_ns == 0 || ns < keep_ns)
+		if (ns < keep_ns)
 			(void)unlinkat(dirfd(d), de->d_name, 0);
 	}
 	(void)closedir(d);
@@ -297,18 +297,25 @@ kh_relay_forget(const char *rundir, uid_t uid, const char *issuer,
 		.reason = reason,
 	};
 	kh_error nerr = { 0 };
+	struct timespec asked;
 	char dir[256];
 
 	if (sessions != NULL)
 		*sessions = 0;
 	if (connections != NULL)
 		*connections = 0;
+	(void)clock_gettime(CLOCK_REALTIME, &asked);
 	if (kh_relay_forget_at(rundir, KH_RELAY_CONTROL_SOCK, &req, sessions, connections,
 			       err) == 0) {
-		/* Told: older notes of the uid have nothing left to do. */
-		if (geteuid() == 0 && kh_rundir_sub(KH_RELAY_PENDING_DIR, dir, sizeof(dir),
-						    &nerr) == 0)
-			kh_relay_prune_notes(dir, uid, 0);
+		/* Told: the uid's notes older than this forget have nothing left to
+		 * do — when it covers what they do.  A note is for every issuer of
+		 * the uid, so only a forget of every issuer covers one; a forget of
+		 * one issuer leaves the notes (a logout or revocation of all of them
+		 * the relay has not applied yet) alone. */
+		if (issuer == NULL && geteuid() == 0 &&
+		    kh_rundir_sub(KH_RELAY_PENDING_DIR, dir, sizeof(dir), &nerr) == 0)
+			kh_relay_prune_notes(dir, uid, (int64_t)asked.tv_sec * 1000000000 +
+					     asked.tv_nsec);
 		return 0;
 	}
 	/* The relay answered and refused: that is an answer, not a lost forget. */

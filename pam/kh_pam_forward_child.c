@@ -13,7 +13,7 @@
  * user's gid and uid as real, effective and saved ids (each call checked,
  * then read back, and a way back to root tried and required to fail), not
  * dumpable, no new privileges, killed with its parent, nothing open but
- * its socket to root (and the trust files, opened before the switch), and
+ * its socket to root (and copies of the trust files, read before the switch), and
  * an environment of P11_KIT_SERVER_ADDRESS alone.  Only the child loads
  * the client module.
  *
@@ -58,8 +58,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -228,18 +230,52 @@ child_become(uid_t uid, gid_t gid)
 	return 0;
 }
 
-/* A trust file opened while still root (it need not be readable by the
- * user); -1 when it cannot be: the selection then reports the path. */
+/* The most of a trust file (CA bundle, CRL) the child copies. */
+#define KH_TRUST_FILE_MAX (64u << 20)
+
+/*
+ * A trust file read while still root (it need not be readable by the
+ * user), as a sealed in-memory copy: the child, once the user, reads it
+ * through /proc/self/fd/N, and opening that path checks the mode of the
+ * file it names — the copy's, not the admin's 0600 original's.  -1 when it
+ * cannot be had: the selection then reports the path.
+ */
 static int
 child_trust_open(const char *path)
 {
+	char buf[8192];
+	ssize_t n;
+	size_t total = 0;
+	int in, out;
+
 	if (path == NULL || path[0] == '\0')
 		return -1;
-	return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (in < 0)
+		return -1;
+	out = memfd_create("kubehsm-trust", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (out < 0) {
+		(void)close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (total += (size_t)n) > KH_TRUST_FILE_MAX ||
+		    kh_write_all(out, buf, (size_t)n) != 0)
+			break;
+	}
+	(void)close(in);
+	if (n != 0 || fchmod(out, 0444) != 0 ||
+	    fcntl(out, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+		(void)close(out);
+		return -1;
+	}
+	return out;
 }
 
-/* The open trust file as a path the child, now the user, can read: its
- * descriptor's.  The path itself when it is not open. */
+/* The trust file's copy as a path the child, now the user, can read: its
+ * descriptor's.  The path itself when there is no copy. */
 static const char *
 child_trust_path(const char *path, int fd, char *buf, size_t size)
 {
@@ -540,7 +576,7 @@ kh_fwd_prove(struct kh_fwd *f, const char *pin, struct kh_fwd_answer *answer, kh
 		reap(f);
 		return kh_fail(err, KH_ERR_INPUT, "the PIN is longer than %d bytes", KH_P11_PIN_MAX);
 	}
-	rc = kh_write_all(f->fd, b.data, b.len);
+	rc = kh_send_all(f->fd, b.data, b.len);
 	kh_fwd_buf_clear(&b);      /* it held the PIN */
 	if (rc != 0) {
 		rc = kh_fail(err, KH_ERR_TOKEN, "the forwarded token's process did not take "

@@ -262,9 +262,15 @@ kh_pam_handoff_put(pam_handle_t *pamh, const struct kh_pam_login *l)
 	char *text;
 	int fd, rc;
 
-	/* A second authentication in one handle replaces the first stash. */
-	if (old != NULL && handle_valid(old))
+	/* A second authentication in one handle replaces the first stash, and
+	 * the first PIN key with it: nothing would ever take it. */
+	if (old != NULL && handle_valid(old)) {
+		key_serial_t k = pin_find(old);
+
+		if (k >= 0)
+			(void)keyctl_invalidate(k);
 		(void)remove_stash(old);
+	}
 	if (kh_rundir_sub(HANDOFF_DIR, dir, sizeof(dir), &err) != 0 ||
 	    make_handle(handle) != 0 ||
 	    kh_rundir_file(HANDOFF_DIR, handle, path, sizeof(path), &err) != 0) {

@@ -574,10 +574,38 @@ kh_pam_open_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 	return rc;
 }
 
+/* What close_session's relay step needs, for kh_cache_logout's hook. */
+struct ending_ctx {
+	pam_handle_t *pamh;
+	const struct kh_pam_opts *opts;
+	const struct opened *o;
+};
+
+/*
+ * The uid's session ends: the relay's copy goes, with its connections —
+ * told before any key is touched, so that nothing the keyring step meets
+ * keeps the relay serving it.  (Timed as the step relay only when there is
+ * a relay to tell; the logout step is the time around it.)
+ */
+static void
+tell_relay(void *data)
+{
+	struct ending_ctx *c = data;
+
+	if (c->o->relay_rundir == NULL)
+		return;
+	kh_pam_time_add(c->opts, KH_STEP_LOGOUT);
+	KH_TIMED(c->opts, KH_STEP_RELAY, kh_pam_relay_forget(c->pamh, c->opts,
+							     c->o->relay_rundir, c->o->uid,
+							     c->o->user));
+	kh_pam_time_mark(c->opts);
+}
+
 int
 kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 {
 	const void *data = NULL;
+	struct ending_ctx ending = { .pamh = pamh, .opts = opts };
 	const struct opened *o;
 	kh_error err = { 0 };
 	int r;
@@ -586,22 +614,16 @@ kh_pam_close_session(pam_handle_t *pamh, const struct kh_pam_opts *opts)
 		kh_pam_debug(pamh, opts, "close_session: this handle opened nothing");
 		return PAM_IGNORE;
 	}
-	o = data;
+	o = ending.o = data;
 	r = o->counted ? KH_STEP(opts, KH_STEP_LOGOUT,
 				 kh_cache_logout(o->uid, o->user, o->serials, o->n,
-						 o->revoke_on_logout, &err)) : 0;
+						 o->revoke_on_logout, tell_relay, &ending,
+						 &err)) : 0;
 	if (r < 0)
 		kh_pam_log_fail(pamh, o->user, "logout", &err);
 	else
 		kh_pam_debug(pamh, opts, "user '%s': %s", o->user,
 			     r == 1 ? "kube session ended" : "kube session kept");
-	/* The uid's session ended: so does the relay's copy, with its connections
-	 * (the step relay only when there is a relay to tell). */
-	if (r == 1 && o->relay_rundir != NULL)
-		KH_TIMED(opts, KH_STEP_RELAY,
-			 kh_pam_relay_forget(pamh, opts, o->relay_rundir, o->uid, o->user));
-	else if (r == 1)
-		kh_pam_relay_forget(pamh, opts, o->relay_rundir, o->uid, o->user);
 	/* Done once: a second close_session of this handle does nothing. */
 	(void)pam_set_data(pamh, KH_PAM_DATA_SESSION, NULL, NULL);
 	return r < 0 ? PAM_SESSION_ERR : PAM_SUCCESS;

@@ -301,7 +301,7 @@ main(int argc, char **argv)
 		const struct passwd *pw = o.user ? NULL : getpwuid(uid);
 
 		rc = kh_cache_logout(uid, o.user ? o.user : pw ? pw->pw_name : "?",
-				     o.serials, o.nserials, !o.keep, &err);
+				     o.serials, o.nserials, !o.keep, NULL, NULL, &err);
 		print_ids(&o);
 		if (rc < 0)
 			return fail(&err);

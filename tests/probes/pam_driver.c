@@ -13,6 +13,10 @@
  *   message (PAM_TEXT_INFO / PAM_ERROR_MSG fail), like a non-interactive
  *   application.
  *
+ * KH_GATE=OP: before each step OP, print "gate OP" and wait for a line on
+ *   stdin, so that a test can arrange what that step meets (a user's
+ *   signal loop, in tests/integration/relay/relay_revoke_hostile.sh).
+ *
  * KH_RSS_AT=K: read VmRSS (/proc/self/status) after cycle K and after the
  * last cycle and print "rss: K <kB> CYCLES <kB>" when all cycles succeeded.
  *
@@ -119,9 +123,24 @@ pause_if(const char *when)
 		pause();
 }
 
+static void
+gate_if(const char *op)
+{
+	const char *g = getenv("KH_GATE");
+	char c;
+
+	if (g == NULL || strcmp(g, op) != 0)
+		return;
+	printf("gate %s\n", op);
+	fflush(stdout);
+	while (read(0, &c, 1) == 1 && c != '\n')
+		;
+}
+
 static int
 step(pam_handle_t *h, const char *op)
 {
+	gate_if(op);
 	if (strcmp(op, "authenticate") == 0)
 		return pam_authenticate(h, 0);
 	if (strcmp(op, "setcred") == 0)

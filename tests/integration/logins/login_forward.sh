@@ -181,11 +181,57 @@ else
 	diag "rc=$rc C_Login +$(($(laptop_logins) - l0)) err=$err"
 fi
 l0=$(laptop_logins)
-LOGIN_PIN=$PIN klogin a1 --renew
+# trust.ca_file need not be readable by the user (the policy accepts 0600):
+# the child that speaks to the forwarded token, by then the user, reads it
+# as root read it for it.
+chmod 0600 "$PKI_DIR/users.pem"
+# The caller's limits (pkexec passes them on) must not reach root's
+# kubehsm-login, nor may SIGPIPE end it: what its process has, read from
+# /proc for as long as it lives (the last reading is after its start-up).
+watch_login_prog() {
+	local p="" seen="" q
+	for _ in $(seq 1 6000); do
+		# This test's program only (other kubehsm builds may run theirs).
+		p=""
+		for q in $(pgrep -x kubehsm-login); do
+			[ "$(readlink "/proc/$q/exe")" = "$LOGIN_PROG" ] && p=$q
+		done
+		if [ -n "$p" ]; then
+			seen=1
+			cat "/proc/$p/limits" >"$KH_TMP/kl.limits.new" 2>/dev/null &&
+				grep '^SigIgn:' "/proc/$p/status" >"$KH_TMP/kl.sigign.new" 2>/dev/null &&
+				mv "$KH_TMP/kl.limits.new" "$KH_TMP/kl.limits" &&
+				mv "$KH_TMP/kl.sigign.new" "$KH_TMP/kl.sigign"
+		elif [ -n "$seen" ]; then
+			return 0
+		fi
+		sleep 0.01
+	done
+}
+rm -f "$KH_TMP/kl.limits" "$KH_TMP/kl.sigign"
+watch_login_prog &
+WATCH=$!
+LOGIN_PIN=$PIN login_run_tty a1 "(ulimit -S -t 100000 -v 60000000 -d 60000000 -s 2048 && exec env --default-signal=PIPE $KLOGIN --renew)"
+wait "$WATCH"
+chmod 0644 "$PKI_DIR/users.pem"
 if [ "$rc" = 0 ] && grep -q '^Kube session renewed' <<<"$out"; then
-	pass "kubehsm login --renew with the same token"
+	pass "kubehsm login --renew with the same token, trust.ca_file readable by root only (0600)"
 else
-	fail "kubehsm login --renew with the same token"; diag "rc=$rc out=$out err=$err"
+	fail "kubehsm login --renew with the same token, trust.ca_file readable by root only (0600)"
+	diag "rc=$rc out=$out err=$err"
+fi
+lim() { awk -v what="$1" 'index($0, what) == 1 { print $(NF - 2) }' "$KH_TMP/kl.limits" 2>/dev/null; }
+is "$(lim 'Max cpu time'):$(lim 'Max address space'):$(lim 'Max data size')" \
+	"unlimited:unlimited:unlimited" \
+	"kubehsm-login drops the caller's CPU time, address space and data limits" ||
+	diag "$(cat "$KH_TMP/kl.limits" 2>/dev/null)"
+is "$(lim 'Max stack size')" 8388608 "... and runs on the kernel's default stack, not the caller's"
+mask=$(awk '{print $2}' "$KH_TMP/kl.sigign" 2>/dev/null)
+if [ -n "$mask" ] && (( (16#$mask >> 12) & 1 )); then
+	pass "kubehsm-login ignores SIGPIPE (a forwarded-token process the user kills cannot end it)"
+else
+	fail "kubehsm-login ignores SIGPIPE (a forwarded-token process the user kills cannot end it)"
+	diag "SigIgn: ${mask:-none read}"
 fi
 is "$(($(laptop_logins) - l0))" 1 "the renewal cost one C_Login"
 e1=$(expires "$alice")

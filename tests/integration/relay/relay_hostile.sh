@@ -306,6 +306,22 @@ ok $? "the relay runs on"
 run relay_ctl list
 like "$out" "$(id -u "$alice") $alice" "the relay still holds the sessions"
 
+# --- a forget of one issuer leaves root's notes for every issuer ------------
+# A note (every issuer of the uid, not yet applied: a uid with no session
+# here, whose note nothing consumes) survives a forget of one issuer that
+# the relay took; a forget of every issuer, newer than it, covers it.
+NOTE_UID=$((4000000 + $$ % 100000))
+NOTE=/run/kubehsm/relay-forget/$NOTE_UID-logout-$(date +%s%N)
+mkdir -p -m 0700 /run/kubehsm/relay-forget && : >"$NOTE" && on_exit "rm -f '$NOTE'"
+run relay_ctl forget "$NOTE_UID" other-issuer
+is "$rc:$out" "0:sessions=0 connections=0" "the relay takes a forget of one issuer" || diag "$err"
+[ -e "$NOTE" ]
+ok $? "... which leaves root's note for every issuer of the uid in place"
+run relay_ctl forget "$NOTE_UID" '*'
+is "$rc:$out" "0:sessions=0 connections=0" "the relay takes a forget of every issuer" || diag "$err"
+[ ! -e "$NOTE" ]
+ok $? "... which covers the older note: it goes"
+
 relay_stop
 is "$RELAY_STATUS" 0 "and stops cleanly"
 done_testing

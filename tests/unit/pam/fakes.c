@@ -282,7 +282,8 @@ int __wrap_kh_cache_login(struct kh_record *rec, const char *pin, enum kh_login_
 			  int32_t *serial, kh_error *err);
 int __wrap_kh_cache_login_count(uid_t uid, const char *user, kh_error *err);
 int __wrap_kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
-			   size_t nserials, bool revoke_on_logout, kh_error *err);
+			   size_t nserials, bool revoke_on_logout, kh_cache_ending_fn ending,
+			   void *ctx, kh_error *err);
 
 /* Rows as kh_cache_list makes them, so the real kh_cache_entries_free
  * frees them. */
@@ -332,9 +333,13 @@ __wrap_kh_cache_login_count(uid_t uid, const char *user, kh_error *err)
 
 int
 __wrap_kh_cache_logout(uid_t uid, const char *user, const int32_t *serials,
-		       size_t nserials, bool revoke_on_logout, kh_error *err)
+		       size_t nserials, bool revoke_on_logout, kh_cache_ending_fn ending,
+		       void *ctx, kh_error *err)
 {
 	fake_cache.logouts++;
+	/* As the real one: the hook before the keyring step, whatever it does. */
+	if ((fake_cache.logout_result == 1 || fake_cache.logout_ends) && ending != NULL)
+		ending(ctx);
 	fake_cache.logout_uid = uid;
 	(void)snprintf(fake_cache.logout_user, sizeof(fake_cache.logout_user), "%s", user);
 	if (fake_cache.logout_result < 0)

@@ -82,6 +82,8 @@ struct fake_cache {
 	bool list_fails;          /* kh_cache_list fails (a keyring error) */
 	int logout_result;        /* what kh_cache_logout answers: 1 the uid's
 				   * session ended, 0 kept, -1 failed */
+	bool logout_ends;         /* it calls its ending hook also when it then
+				   * fails (a keyring step that failed) */
 	/* What happened: */
 	int lists, counts, logouts;
 	uid_t counted_uid, logout_uid;

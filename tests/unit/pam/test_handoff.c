@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <keyutils.h>
 
 #include "pam/kh_pam.h"
 #include "tests/fakepam/fakepam.h"
@@ -257,6 +258,37 @@ t_stash_round_trip(void **state)
 	free(handle);
 }
 
+/* A second authentication in one handle replaces the first stash, and the
+ * first PIN key (session.cache_pin) with it: nothing would take that key,
+ * and it would sit in root's user keyring until it timed out.  Root only:
+ * only root's hand-off keeps a PIN key. */
+static void
+t_second_auth_drops_first_pin(void **state)
+{
+	pam_handle_t *pamh;
+	struct kh_pam_login *l;
+	char *first, *desc;
+
+	if (geteuid() != 0)
+		skip();
+	pamh = fakepam_start(&(struct fakepam_config){ .user = FAKE_USER, .service = "sshd" });
+	l = fake_login(PEM);
+	assert_non_null(l->pin = strdup("4711"));
+	assert_int_equal(kh_pam_handoff_put(pamh, l), PAM_SUCCESS);
+	assert_non_null(first = strdup(pam_getenv(pamh, KH_HANDOFF_ENV)));
+	desc = fake_asprintf("kubehsm:handoff-pin:%s", first);
+	assert_true(keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0) > 0);
+	assert_int_equal(kh_pam_handoff_put(pamh, l), PAM_SUCCESS);
+	assert_string_not_equal(pam_getenv(pamh, KH_HANDOFF_ENV), first);
+	assert_true(keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0) < 0);
+	kh_pam_handoff_discard(pamh);      /* the second stash and its key */
+	fakepam_expect_log(FAKEPAM_NO_LOG);
+	kh_pam_login_free(l);
+	fakepam_end(pamh);
+	free(desc);
+	free(first);
+}
+
 /* Made by one PAM service, it is no use to another. */
 static void
 t_stash_other_service(void **state)
@@ -398,6 +430,7 @@ main(void)
 		T(t_session_consumes_handle_beside_state),
 		T(t_session_discards_stash_beside_state),
 		T(t_stash_round_trip),
+		T(t_second_auth_drops_first_pin),
 		T(t_stash_other_service),
 		T(t_stash_not_private),
 		T(t_setcred_nothing),
