@@ -130,6 +130,21 @@ test_pipelined_in_order(void **state)
 	assert_int_equal(h.ev, KH_RHTTP_DONE);
 }
 
+/* The heads after the first on a connection are held to the same rules
+ * (tests/fuzz/fuzz_rhttp found them read unchecked when they started in
+ * the feed after the previous message's end). */
+static void
+test_pipelined_heads_checked(void **state)
+{
+	(void)state;
+	assert_string_equal(bad_reason("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+				       "GET /b HTTP/1.1\r\nHost: x\nX: y\r\n\r\n"),
+			    "a line ends in a bare LF");
+	assert_string_equal(bad_reason("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nz"
+				       "GET /b HTTP/1.1\r\nHost: x\r\nX: y\r\n z\r\n\r\n"),
+			    "a header line is folded (obs-fold)");
+}
+
 static void
 test_byte_at_a_time(void **state)
 {
@@ -313,6 +328,7 @@ main(void)
 		cmocka_unit_test(test_simple_get),
 		cmocka_unit_test(test_head_then_body),
 		cmocka_unit_test(test_pipelined_in_order),
+		cmocka_unit_test(test_pipelined_heads_checked),
 		cmocka_unit_test(test_byte_at_a_time),
 		cmocka_unit_test(test_smuggling_refused),
 		cmocka_unit_test(test_obs_fold_and_bare_lf_refused),
