@@ -300,9 +300,6 @@ kh_rhttp_feed(struct kh_rhttp *h, const char *buf, size_t len, size_t *used)
 	}
 	if (e != HPE_OK)
 		return kh_rhttp_bad(h, http_errno_description(e));
-	/* Stopped at an Upgrade: what follows is the other protocol's. */
-	if (h->p.upgrade && h->ev == KH_RHTTP_MORE && h->head_done)
-		h->ev = KH_RHTTP_DONE;
 	return h->ev;
 }
 
