@@ -4,7 +4,7 @@
 #   - pam_kubehsm.so loaded, used and unloaded 1000 times in one process
 #     under valgrind: zero memory errors, zero definite leaks (~30 minutes
 #     on a 2-core machine; CI runs 100 cycles);
-#   - every libFuzzer target for FUZZ_SECONDS each (default 600; CI: 15).
+#   - every libFuzzer target for FUZZ_SECONDS each (default 600; CI: 20).
 # Run as root on Debian 12; installs what it needs first.
 #
 #   scripts/long-proofs.sh [--cycles N] [--fuzz SECONDS] [--no-fuzz] [--no-valgrind]
