@@ -14,9 +14,6 @@
 
 #include "lib/kh_p11_uri.h"
 
-/* Longest URI either parser reads: a policy line, not a document. */
-#define KH_URI_MAX 4096
-
 enum uri_kind { URI_KEY, URI_TOKEN };
 
 void
@@ -220,8 +217,9 @@ uri_parse(const char *uri, enum uri_kind kind, struct kh_p11_uri *out, kh_error 
 	if (uri == NULL || strncasecmp(uri, "pkcs11:", 7) != 0)
 		return kh_fail(err, KH_ERR_CONFIG, "'%.64s' is not a PKCS#11 URI (pkcs11:...)",
 			       uri != NULL ? uri : "");
-	if (strlen(uri) > KH_URI_MAX)
-		return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI longer than %d bytes", KH_URI_MAX);
+	if (strlen(uri) > KH_P11_URI_MAX)
+		return kh_fail(err, KH_ERR_CONFIG, "PKCS#11 URI longer than %d bytes",
+			       KH_P11_URI_MAX);
 	s = uri + 7;
 	/* Query attributes (pin-value, pin-source, module-path) would move the
 	 * PIN or the module into the URI: those come from the policy instead. */

@@ -20,6 +20,9 @@
 
 #include "lib/kh_error.h"
 
+/* Longest URI either parser reads: a policy line, not a document. */
+#define KH_P11_URI_MAX 4096
+
 /* A parsed "pkcs11:" URI: each text attribute is NULL when absent. */
 struct kh_p11_uri {
 	/* the token (CK_TOKEN_INFO) */

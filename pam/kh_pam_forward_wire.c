@@ -491,8 +491,11 @@ kh_fwd_parse_request(const unsigned char *buf, size_t len, char *pin,
 
 	if (get_tag(&r, TAG_REQUEST) != 0 ||
 	    get_text(&r, "PIN", KH_P11_PIN_MAX, true, pin, NULL) != 0 ||
-	    get_field(&r, "challenge", KH_CHALLENGE_LEN, &p, &n) != 0 ||
-	    n != KH_CHALLENGE_LEN || get_end(&r) != 0)
+	    get_field(&r, "challenge", KH_CHALLENGE_LEN, &p, &n) != 0)
+		return -1;
+	if (n != KH_CHALLENGE_LEN)
+		return bad(&r, "short", "challenge", n);
+	if (get_end(&r) != 0)
 		return -1;
 	memcpy(challenge, p, n);
 	return 0;

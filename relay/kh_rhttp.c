@@ -376,8 +376,8 @@ kh_rhttp_bad(struct kh_rhttp *h, const char *why)
 enum kh_rhttp_ev
 kh_rhttp_feed(struct kh_rhttp *h, const char *buf, size_t len, size_t *used)
 {
-	bool scanning = h->in_head && !h->response;
 	enum http_errno e;
+	bool scanning;
 	size_t n;
 
 	*used = 0;
@@ -385,6 +385,8 @@ kh_rhttp_feed(struct kh_rhttp *h, const char *buf, size_t len, size_t *used)
 		return KH_RHTTP_BAD;
 	if (h->ev == KH_RHTTP_DONE)
 		kh_rhttp_reset_message(h);
+	/* After the reset: a feed that starts the next message reads its head. */
+	scanning = h->in_head && !h->response;
 	h->ev = KH_RHTTP_MORE;
 	n = http_parser_execute(&h->p, &kh_rhttp_settings, buf, len);
 	e = HTTP_PARSER_ERRNO(&h->p);
@@ -411,9 +413,6 @@ kh_rhttp_feed(struct kh_rhttp *h, const char *buf, size_t len, size_t *used)
 	}
 	if (e != HPE_OK)
 		return kh_rhttp_bad(h, http_errno_description(e));
-	/* Stopped at an Upgrade: what follows is the other protocol's. */
-	if (h->p.upgrade && h->ev == KH_RHTTP_MORE && h->head_done)
-		h->ev = KH_RHTTP_DONE;
 	return h->ev;
 }
 

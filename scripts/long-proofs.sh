@@ -4,7 +4,7 @@
 #   - pam_kubehsm.so loaded, used and unloaded 1000 times in one process
 #     under valgrind: zero memory errors, zero definite leaks (~30 minutes
 #     on a 2-core machine; CI runs 100 cycles);
-#   - every libFuzzer target for FUZZ_SECONDS each (default 600; CI: 20);
+#   - every libFuzzer target for FUZZ_SECONDS each (default 600; CI: 15);
 #   - 20000 generated request streams through kubehsm-relayd to Go's
 #     net/http, from a new seed each run: what the relay audited is what
 #     the server served (tests/integration/relay/relay_diff.sh; CI: 240).

@@ -75,12 +75,54 @@ t_precedence(void **state)
 				" disconnect_action = leave; } }"), 1);
 }
 
+/*
+ * Read as scconf reads it (tests/fuzz/fuzz_opensc_conf holds kubehsm to
+ * OpenSC's own parser; each case here was a disagreement it found).
+ */
+static void
+t_read_as_scconf(void **state)
+{
+	char deep[256] = "";
+
+	(void)state;
+	/* A word runs to ';', ',' or a blank: "disconnect_action=reset" is a
+	 * name without a value, and OpenSC leaves the card. */
+	assert_int_equal(resets("app default { reader_driver pcsc { disconnect_action=reset; } }"), 0);
+	/* Names without regard to case, values with. */
+	assert_int_equal(resets("APP Default { Reader_Driver PCSC { Disconnect_Action = reset; } }"), 1);
+	assert_int_equal(resets("app default { reader_driver pcsc { disconnect_action = Reset; } }"), 0);
+	/* A setting's lines join the first one of that name in the block. */
+	assert_int_equal(resets("app default { reader_driver pcsc { Disconnect_Action = leave;"
+				" disconnect_action = reset; } }"), 0);
+	assert_int_equal(resets("app default { reader_driver pcsc { disconnect_action = ;"
+				" disconnect_action = reset; } }"), 1);
+	assert_int_equal(resets("app Default { }\n"
+				"app default { reader_driver pcsc { disconnect_action = reset; } }"), 0);
+	/* What scconf forgives: a missing ';' or '}', an unterminated quote. */
+	assert_int_equal(resets("app default { reader_driver pcsc { disconnect_action = reset }"), 1);
+	assert_int_equal(resets("app default { x = y }"), 0);
+	assert_int_equal(resets("app default { x = \"unterminated; }"), 0);
+	/* Sixteen blocks deep is the most OpenSC reads. */
+	for (int i = 0; i < 16; i++)
+		strcat(deep, "x {");
+	assert_int_equal(resets(deep), 0);
+}
+
 static void
 t_syntax_errors(void **state)
 {
 	static const char *const bad[] = {
-		"app default {", "app default { } }", "app default { x = y }", "= y;",
-		"app default { x = \"unterminated; }",
+		"app default { } }", "= y;", "x }",
+		/* "pcsc{" is one word, and another word follows without a comma */
+		"app default { reader_driver pcsc{ disconnect_action = reset; } }",
+		"app default pcsc { }",
+		/* a value after a comment inside a setting */
+		"app default { reader_driver pcsc { disconnect_action = # soon\n reset; } }",
+		/* seventeen deep */
+		"x {x {x {x {x {x {x {x {x {x {x {x {x {x {x {x {x {",
+		/* a comment between a name and its '{': OpenSC crashes */
+		"app default # the default\n{ }",
+		"app default {\n\treader_driver pcsc\n\n\t{ disconnect_action = reset; }\n}",
 	};
 	kh_error err;
 
@@ -96,6 +138,8 @@ t_syntax_errors(void **state)
 static void
 t_files(void **state)
 {
+	static const char with_nul[] = "app default { reader_driver pcsc { disconnect_action = "
+				       "reset; } }\0app opensc-pkcs11 { reader_driver pcsc { } }";
 	char path[] = "/tmp/khopensc.XXXXXX";
 	kh_error err = { 0 };
 	FILE *f;
@@ -112,6 +156,15 @@ t_files(void **state)
 	assert_int_equal(kh_opensc_resets_card(path, &err), 1);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(kh_opensc_resets_card("/tmp", &err), -1);
+	/* OpenSC reads on past a NUL: what follows could say otherwise. */
+	memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, with_nul, sizeof(with_nul) - 1), (ssize_t)sizeof(with_nul) - 1);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(kh_opensc_resets_card(path, &err), -1);
+	assert_non_null(strstr(err.msg, "NUL"));
+	assert_int_equal(unlink(path), 0);
 }
 
 int
@@ -120,6 +173,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_settings),
 		cmocka_unit_test(t_precedence),
+		cmocka_unit_test(t_read_as_scconf),
 		cmocka_unit_test(t_syntax_errors),
 		cmocka_unit_test(t_files),
 	};

@@ -393,6 +393,32 @@ t_request_bounds(void **state)
 	assert_null(b.data);
 }
 
+/* The child's side: a request whose challenge is not the challenge's
+ * length is refused, and says so (tests/fuzz/fuzz_forward_wire found it
+ * refused without a reason). */
+static void
+t_request_short_challenge(void **state)
+{
+	unsigned char challenge[KH_CHALLENGE_LEN] = { 0 }, got[KH_CHALLENGE_LEN];
+	char pin[KH_P11_PIN_MAX + 1];
+	struct kh_fwd_buf b = { 0 };
+	kh_error err = { 0 };
+	size_t len;
+	const unsigned char *p;
+
+	(void)state;
+	assert_int_equal(kh_fwd_encode_request(&b, "1234", challenge, sizeof(challenge) - 1), 0);
+	p = payload(&b, &len);
+	assert_int_equal(kh_fwd_parse_request(p, len, pin, got, &err), -1);
+	assert_non_null(strstr(err.msg, "challenge"));
+	kh_fwd_buf_clear(&b);
+	assert_int_equal(kh_fwd_encode_request(&b, "1234", challenge, sizeof(challenge)), 0);
+	p = payload(&b, &len);
+	assert_int_equal(kh_fwd_parse_request(p, len, pin, got, &err), 0);
+	assert_string_equal(pin, "1234");
+	kh_fwd_buf_clear(&b);
+}
+
 int
 main(void)
 {
@@ -404,6 +430,7 @@ main(void)
 		cmocka_unit_test(t_answer_malformed),
 		cmocka_unit_test(t_signature_not_over_challenge),
 		cmocka_unit_test(t_request_bounds),
+		cmocka_unit_test(t_request_short_challenge),
 	};
 
 	return cmocka_run_group_tests_name("the forwarded token's process, root's side", tests,

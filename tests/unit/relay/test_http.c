@@ -130,6 +130,46 @@ test_pipelined_in_order(void **state)
 	assert_int_equal(h.ev, KH_RHTTP_DONE);
 }
 
+/* The heads after the first on a connection are held to the same rules
+ * (tests/fuzz/fuzz_rhttp found them read unchecked when they started in
+ * the feed after the previous message's end). */
+static void
+test_pipelined_heads_checked(void **state)
+{
+	(void)state;
+	assert_string_equal(bad_reason("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+				       "GET /b HTTP/1.1\r\nHost: x\nX: y\r\n\r\n"),
+			    "a line ends in a bare LF");
+	assert_string_equal(bad_reason("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nz"
+				       "GET /b HTTP/1.1\r\nHost: x\r\nX: y\r\n z\r\n\r\n"),
+			    "a header line is folded (obs-fold)");
+}
+
+/* An Upgrade request with a body ends with its body, however the body
+ * arrives (tests/fuzz/fuzz_rhttp found the relay ending it, and so
+ * tunnelling the rest unread, at the end of the first read after the
+ * head). */
+static void
+test_upgrade_body_in_pieces(void **state)
+{
+	static const char head[] = "GET /api/v1/namespaces/d/pods/p/exec HTTP/1.1\r\nHost: x\r\n"
+				   "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	struct kh_rhttp h;
+	size_t used, off = 0;
+
+	(void)state;
+	kh_rhttp_init_request(&h, target);
+	assert_int_equal(kh_rhttp_feed(&h, head, sizeof(head) - 1, &used), KH_RHTTP_HEAD);
+	off = used;
+	assert_int_equal(kh_rhttp_feed(&h, head + off, sizeof(head) - 1 - off, &used), KH_RHTTP_MORE);
+	assert_int_equal(kh_rhttp_feed(&h, "3\r\nabc\r\n", 8, &used), KH_RHTTP_MORE);
+	assert_int_equal(used, 8);
+	assert_int_equal(kh_rhttp_feed(&h, "0\r\n\r\nSPDY", 9, &used), KH_RHTTP_DONE);
+	assert_int_equal(used, 5);
+	assert_true(kh_rhttp_upgrade(&h));
+}
+
 static void
 test_byte_at_a_time(void **state)
 {
@@ -360,6 +400,8 @@ main(void)
 		cmocka_unit_test(test_simple_get),
 		cmocka_unit_test(test_head_then_body),
 		cmocka_unit_test(test_pipelined_in_order),
+		cmocka_unit_test(test_pipelined_heads_checked),
+		cmocka_unit_test(test_upgrade_body_in_pieces),
 		cmocka_unit_test(test_byte_at_a_time),
 		cmocka_unit_test(test_smuggling_refused),
 		cmocka_unit_test(test_obs_fold_and_bare_lf_refused),
