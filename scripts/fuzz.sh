@@ -40,7 +40,7 @@ cflags="-g -O1 -std=gnu11 -Wall -Werror $san -I$dir/obj -I$top $(pkg-config --cf
 libs="$(pkg-config --libs $pkgs) -lhttp_parser -ldl"
 srcs="lib/kh_error.c lib/kh_error_ssl.c lib/kh_mem.c lib/kh_json.c lib/kh_dl.c
 	lib/kh_json_doc.c lib/kh_exec_proto.c lib/kh_signer_proto.c lib/kh_base64.c lib/kh_sign.c
-	lib/kh_x509.c lib/kh_pkcs11.c lib/kh_challenge.c lib/kh_pin_file.c lib/kh_p11_uri.c lib/kh_p11_raw.c lib/kh_p11_ui.c
+	lib/kh_x509.c lib/kh_pkcs11.c lib/kh_challenge.c lib/kh_pin_file.c lib/kh_p11_uri.c lib/kh_p11_raw.c lib/kh_p11_raw_key.c lib/kh_pcsc.c lib/kh_p11_ui.c
 	lib/kh_token.c lib/kh_env.c lib/kh_opensc_conf.c lib/kh_words.c lib/kh_duration.c lib/kh_template.c
 	$(cd "$top" && echo conf/kh_policy*.c) cache/kh_record.c cache/kh_cache_common.c cache/kh_cache_find.c cache/kh_keydesc.c
 	lib/kh_relay_proto.c relay/kh_rhttp.c pam/kh_pam_forward_wire.c helper/kh_scan_yaml.c"
