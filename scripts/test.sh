@@ -166,6 +166,48 @@ if [ $fast -eq 0 ]; then
 	fi
 fi
 
+# The other Debian release this project supports (Debian 12 and 13): the
+# README's two commands' work again in a root of that release made on this
+# machine (scripts/debian-root.sh, scripts/test-release.sh): the demo, the
+# -Werror build's whole make check and installcheck, the package check.
+# Sanitizers, fuzzing and distcheck run on the host's release only.
+# KH_OTHER_RELEASE=SUITE picks another suite (testing, say); =none leaves
+# it out, which counts as a skip.
+other_release() {
+	local v
+	v=$(. /etc/os-release 2>/dev/null && echo "${VERSION_ID:-}")
+	case $v in
+	12) echo trixie ;;
+	13) echo bookworm ;;
+	*) echo none ;;
+	esac
+}
+if [ $fast -eq 0 ]; then
+	suite=${KH_OTHER_RELEASE:-$(other_release)}
+	if [ "$suite" = none ]; then
+		step "the other Debian release"
+		echo "no other release to test beside this host's ($(. /etc/os-release && echo "$PRETTY_NAME")); skipped"
+		total_skip=$((total_skip + 1))
+	else
+		step "Debian $suite in a root of its own: demo, make check, installcheck, packages (scripts/test-release.sh)"
+		rel_log=$top/build/release-$suite.log
+		rel_rc=0
+		KH_RELEASE_LOGS=$top/build/release-$suite bash scripts/test-release.sh "$suite" \
+			>"$rel_log" 2>&1 </dev/null || rel_rc=$?
+		sed -n '/^test-release /,$p' "$rel_log"
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$rel_log" | tail -1 || true)
+		if [ -n "$line" ]; then
+			read -r p _ f _ sk _ <<<"$line"
+			total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + sk))
+		else
+			tail -40 "$rel_log"
+			echo "test-release $suite gave no tally (log: $rel_log)"
+			total_fail=$((total_fail + 1))
+		fi
+		[ $rel_rc = 0 ] || { grep -E '^(FAIL|ERROR):|^not ok|Bail out' "$rel_log" | head -40 || true; rc=1; }
+	fi
+fi
+
 step "processes the whole run left running"
 leftovers "the whole run" || rc=1
 step_end
