@@ -47,8 +47,8 @@ kh_p11_token_for_uri(struct kh_p11 *p, const struct kh_p11_uri *u, const char *u
 }
 
 int
-kh_p11_uri_key(struct kh_p11 *p, const char *uri, const char *pin, EVP_PKEY **key,
-	       kh_error *err)
+kh_p11_uri_key(struct kh_p11 *p, const char *uri, const char *pin, const EVP_PKEY *pub,
+	       EVP_PKEY **key, kh_error *err)
 {
 	struct kh_p11_uri u;
 	int rc = -1;
@@ -57,14 +57,15 @@ kh_p11_uri_key(struct kh_p11 *p, const char *uri, const char *pin, EVP_PKEY **ke
 	if (kh_p11_uri_parse(uri, &u, err) != 0)
 		return -1;
 	if (kh_p11_token_for_uri(p, &u, uri, err) == 0 && kh_p11_login(p, pin, err) == 0)
-		rc = kh_p11_find_key_match(p, u.object, u.id, u.id_len, key, err);
+		rc = kh_p11_find_key_match(p, u.object, u.id, u.id_len, pub, key, err);
 	kh_p11_uri_clear(&u);
 	return rc;
 }
 
 int
 kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
-		    const char *pin, struct kh_p11 **handle, EVP_PKEY **key, kh_error *err)
+		    const char *pin, const EVP_PKEY *pub, struct kh_p11 **handle, EVP_PKEY **key,
+		    kh_error *err)
 {
 	struct kh_p11 *p;
 
@@ -73,7 +74,7 @@ kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *ur
 	p = kh_p11_open(module, env, err);
 	if (p == NULL)
 		return -1;
-	if (kh_p11_uri_key(p, uri, pin, key, err) != 0) {
+	if (kh_p11_uri_key(p, uri, pin, pub, key, err) != 0) {
 		kh_p11_close(p);
 		return -1;
 	}

@@ -130,6 +130,29 @@ kh_p11_raw_bool(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE ty
 	return v != CK_FALSE;
 }
 
+int
+kh_p11_raw_key_facts(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_KEY_TYPE *type,
+		     bool *always_auth, kh_error *err)
+{
+	CK_KEY_TYPE t = CKK_VENDOR_DEFINED;
+	CK_BBOOL aa = CK_FALSE;
+	CK_ATTRIBUTE a[2] = {
+		{ CKA_KEY_TYPE, &t, sizeof(t) },
+		{ CKA_ALWAYS_AUTHENTICATE, &aa, sizeof(aa) },
+	};
+	CK_RV rv = r->fl->C_GetAttributeValue(r->session, obj, a, 2);
+
+	/* A module without CKA_ALWAYS_AUTHENTICATE answers TYPE_INVALID and
+	 * still fills in the key type (PKCS#11 2.40, C_GetAttributeValue). */
+	if (rv != CKR_OK && rv != CKR_ATTRIBUTE_TYPE_INVALID)
+		return kh_p11_raw_fail(err, rv, "C_GetAttributeValue");
+	if (a[0].ulValueLen != sizeof(t))
+		return kh_fail(err, KH_ERR_TOKEN, "the key has no CKA_KEY_TYPE");
+	*type = t;
+	*always_auth = a[1].ulValueLen == sizeof(aa) && aa != CK_FALSE;
+	return 0;
+}
+
 void
 kh_p11_raw_attrs_free(CK_ATTRIBUTE *tmpl, size_t n)
 {

@@ -72,6 +72,12 @@ struct kh_p11_raw_match {
 int kh_p11_raw_find(struct kh_p11_raw *r, const struct kh_p11_raw_match *m,
 		    CK_OBJECT_HANDLE *objs, size_t max, size_t *n, kh_error *err);
 
+/* A private key's type and CKA_ALWAYS_AUTHENTICATE, in one
+ * C_GetAttributeValue (an absent CKA_ALWAYS_AUTHENTICATE is false, as the
+ * standard says; an absent CKA_KEY_TYPE is an error). */
+int kh_p11_raw_key_facts(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_KEY_TYPE *type,
+			 bool *always_auth, kh_error *err);
+
 /* A CK_BBOOL attribute: 1 true, 0 false or absent (what the standard
  * says an absent boolean means), -1 with err when it cannot be read. */
 int kh_p11_raw_bool(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE type,

@@ -40,6 +40,7 @@ struct kh_p11 {
 	PKCS11_CTX *ctx;
 	bool loaded;
 	void *dl;               /* our own handle on the module: its function list */
+	CK_C_GetFunctionList get_fl;
 	CK_FUNCTION_LIST_PTR fl;
 	bool fl_initialized;    /* fl is an instance of its own, initialised by us */
 	UI_METHOD *ui;          /* answers context-specific logins with `pin` */
@@ -143,6 +144,7 @@ kh_p11_dlopen(struct kh_p11 *p, kh_error *err)
 			       p->path);
 	if (get(&p->fl) != CKR_OK || p->fl == NULL)
 		return kh_fail(err, KH_ERR_TOKEN, "%s: C_GetFunctionList failed", p->path);
+	p->get_fl = get;
 	return 0;
 }
 
@@ -205,10 +207,16 @@ static int
 kh_p11_init_own(struct kh_p11 *p, kh_error *err)
 {
 	CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
+	CK_FUNCTION_LIST_PTR again = NULL;
 	struct kh_env_saved saved;
 	CK_INFO info;
 	CK_RV rv;
 
+	/* A module that hands out one list to every caller gave libp11 this
+	 * one too, which libp11 has initialised: no question to ask it (a
+	 * round trip on a network HSM, issue #30). */
+	if (p->get_fl(&again) == CKR_OK && again == p->fl)
+		return 0;
 	if (p->fl->C_GetInfo(&info) != CKR_CRYPTOKI_NOT_INITIALIZED)
 		return 0;
 	if (kh_env_apply(&p->env, &saved, err) != 0)
@@ -782,6 +790,24 @@ kh_p11_cert_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 	return 0;
 }
 
+/* Is a token key of type t the same kind of key as pub (a certificate's)?
+ * Only a cheap first check, with the right message: that it is the very
+ * key shows in the signature, which every caller handing in a certificate
+ * verifies with it (the proof of possession; kh_x509_mint_cert). */
+static bool
+kh_p11_key_type_is(CK_KEY_TYPE t, const EVP_PKEY *pub)
+{
+	switch (EVP_PKEY_get_base_id(pub)) {
+	case EVP_PKEY_RSA:
+	case EVP_PKEY_RSA_PSS:
+		return t == CKK_RSA;
+	case EVP_PKEY_EC:
+		return t == CKK_EC;
+	default:
+		return false;
+	}
+}
+
 /*
  * The one private key m names, by one exact search on our logged-in
  * session (never a listing of the token's keys: its cost would grow with
@@ -796,10 +822,11 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m, const EVP_PK
 		.cls = CKO_PRIVATE_KEY, .label = m->label, .id = m->id, .id_len = m->id_len,
 	};
 	CK_OBJECT_HANDLE obj[2];
+	CK_KEY_TYPE type;
 	EVP_PKEY *read = NULL;
 	const char *label;
 	size_t n = 0;
-	int always_auth;
+	bool always_auth;
 
 	*key = NULL;
 	if (kh_p11_need_token(p, err) != 0)
@@ -817,12 +844,15 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m, const EVP_PK
 		return kh_fail(err, KH_ERR_REFUSED,
 			       "token '%s' holds more than one private key %s; it must be exactly one",
 			       label, kh_p11_match_name(m));
-	if ((always_auth = kh_p11_raw_bool(&p->raw, obj[0], CKA_ALWAYS_AUTHENTICATE, err)) < 0)
+	if (kh_p11_raw_key_facts(&p->raw, obj[0], &type, &always_auth, err) != 0)
 		return kh_p11_fail_raw(err, label, "cannot read the key");
+	if (pub != NULL && !kh_p11_key_type_is(type, pub))
+		return kh_fail(err, KH_ERR_CONFIG, "token '%s': private key %s is not of the "
+			       "certificate's key type", label, kh_p11_match_name(m));
 	if (pub == NULL && (pub = read = kh_p11_raw_public(&p->raw, obj[0], &rm, err)) == NULL)
 		return kh_p11_fail_raw(err, label, "cannot read the key");
 	*key = kh_p11_raw_key_new(&p->methods, &p->raw, obj[0], pub,
-				  always_auth == 1 ? p->pin : NULL, err);
+				  always_auth ? p->pin : NULL, err);
 	EVP_PKEY_free(read);
 	return *key != NULL ? 0 : -1;
 }
@@ -896,7 +926,7 @@ kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 
 int
 kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned char *id,
-		      size_t id_len, EVP_PKEY **key, kh_error *err)
+		      size_t id_len, const EVP_PKEY *pub, EVP_PKEY **key, kh_error *err)
 {
 	struct kh_p11_match m = {
 		.label = key_label,
@@ -905,7 +935,7 @@ kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned ch
 	};
 
 	*key = NULL;
-	return kh_p11_key_by_match(p, &m, NULL, key, err);
+	return kh_p11_key_by_match(p, &m, pub, key, err);
 }
 
 int

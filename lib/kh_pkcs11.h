@@ -189,9 +189,13 @@ int kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_l
 			  const char *key_label, EVP_PKEY **key, kh_error *err);
 
 /* The private key (after login) whose CKA_LABEL is key_label (NULL: any)
- * and whose CKA_ID is id (id_len 0: any).  Exactly one or an error. */
+ * and whose CKA_ID is id (id_len 0: any).  Exactly one or an error.  pub:
+ * the key's public half from its certificate (not consumed; a key of
+ * another type is refused, and a signature by another key of that type
+ * fails its verification, which is the caller's to make), or NULL to read
+ * it from the token. */
 int kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned char *id,
-			  size_t id_len, EVP_PKEY **key, kh_error *err);
+			  size_t id_len, const EVP_PKEY *pub, EVP_PKEY **key, kh_error *err);
 
 /* Did the last libp11 failure (OpenSSL's error queue) say the token went
  * away (CKR_TOKEN_NOT_PRESENT, CKR_DEVICE_REMOVED)? */
