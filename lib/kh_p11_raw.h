@@ -72,6 +72,11 @@ struct kh_p11_raw_match {
 int kh_p11_raw_find(struct kh_p11_raw *r, const struct kh_p11_raw_match *m,
 		    CK_OBJECT_HANDLE *objs, size_t max, size_t *n, kh_error *err);
 
+/* Every X.509 certificate object of the token (CKO_CERTIFICATE,
+ * CKC_X_509): their handles in *objs (free()), their number in *n. */
+int kh_p11_raw_find_certs(struct kh_p11_raw *r, CK_OBJECT_HANDLE **objs, size_t *n,
+			  kh_error *err);
+
 /* A private key's type and CKA_ALWAYS_AUTHENTICATE, in one
  * C_GetAttributeValue (an absent CKA_ALWAYS_AUTHENTICATE is false, as the
  * standard says; an absent CKA_KEY_TYPE is an error). */

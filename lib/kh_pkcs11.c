@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +405,9 @@ kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
 
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	/* Sessions belong to one listing: the token in a slot may be another
+	 * one by the next. */
+	kh_p11_raw_close(&p->raw);
 	kh_p11_release_slots(p);
 	p->generation++;
 	if (kh_env_apply(&p->env, &saved, err) != 0)
@@ -488,45 +492,100 @@ kh_p11_tokens_free(struct kh_p11_token *t, size_t n)
 	free(t);
 }
 
+/*
+ * The handle's session on `slot`, opened now unless it is open there
+ * already: a login reuses the session its token's certificates were read
+ * on (issue #30: every call is a round trip on a network HSM).  Only
+ * before login; a listing of the slots closes it (kh_p11_enumerate).
+ */
 static int
-kh_p11_copy_cert(const PKCS11_CERT *in, struct kh_p11_cert *out)
+kh_p11_session_on(struct kh_p11 *p, CK_SLOT_ID slot, kh_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	if (in->x509 != NULL && X509_up_ref(in->x509) == 1)
-		out->x509 = in->x509;
-	if (in->id_len <= sizeof(out->id)) {
-		memcpy(out->id, in->id, in->id_len);
-		out->id_len = in->id_len;
-	}
-	out->label = kh_p11_clean_text(in->label);
-	return out->label != NULL ? 0 : -1;
+	if (p->raw.open && p->raw.slot == slot)
+		return 0;
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	kh_p11_raw_close(&p->raw);
+	return kh_p11_raw_open(p->fl, slot, &p->raw, err);
 }
 
-/* The certificates of one token, without login.  A token whose
- * certificates cannot be read is reported, not fatal: it is simply not
- * anyone's. */
+/* One certificate object: CKA_VALUE, CKA_ID and CKA_LABEL in two calls.
+ * 0, -1 with err when the token cannot be read, -2 when out of memory. */
 static int
-kh_p11_copy_certs(PKCS11_TOKEN *tok, struct kh_p11_token *t)
+kh_p11_read_cert(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, struct kh_p11_cert *out,
+		 kh_error *err)
 {
-	PKCS11_CERT *certs = NULL;
-	unsigned int n = 0, i;
-	kh_error e = { 0 };
+	enum { VALUE, ID, LABEL, N };
+	CK_ATTRIBUTE a[N] = { { CKA_VALUE, NULL, 0 }, { CKA_ID, NULL, 0 }, { CKA_LABEL, NULL, 0 } };
+	const unsigned char *der;
+	char *label;
+	int rc = -2;
 
+	memset(out, 0, sizeof(*out));
+	if (kh_p11_raw_attrs(r, obj, a, N, err) != 0)
+		return err != NULL && err->code == KH_ERR_INTERNAL ? -2 : -1;
+	/* A value OpenSSL cannot read leaves x509 NULL: not anyone's. */
+	if ((der = a[VALUE].pValue) != NULL && a[VALUE].ulValueLen <= LONG_MAX)
+		out->x509 = d2i_X509(NULL, &der, (long)a[VALUE].ulValueLen);
 	ERR_clear_error();
-	if (PKCS11_enumerate_certs(tok, &certs, &n) != 0) {
-		kh_p11_fail_op(&e, t->label, "cannot list certificates");
-		t->certs_error = strdup(e.msg);
-		return t->certs_error != NULL ? 0 : -1;
+	if (a[ID].pValue != NULL && a[ID].ulValueLen <= sizeof(out->id)) {
+		memcpy(out->id, a[ID].pValue, a[ID].ulValueLen);
+		out->id_len = a[ID].ulValueLen;
 	}
-	if (n == 0)
+	label = a[LABEL].pValue != NULL ? strndup(a[LABEL].pValue, a[LABEL].ulValueLen) :
+		strdup("");
+	if (label != NULL) {
+		out->label = kh_p11_clean_text(label);
+		free(label);
+		rc = out->label != NULL ? 0 : -2;
+	}
+	kh_p11_raw_attrs_free(a, N);
+	return rc;
+}
+
+/*
+ * The certificates of one token, without login, on the handle's session
+ * (kept for the login) — or, after a login on another token, on one of
+ * their own.  A token whose certificates cannot be read is reported in
+ * certs_error, not fatal: it is simply not anyone's.  -1: out of memory.
+ */
+static int
+kh_p11_copy_certs(struct kh_p11 *p, struct kh_p11_token *t)
+{
+	struct kh_p11_raw own = { 0 }, *r = &p->raw;
+	CK_OBJECT_HANDLE *objs = NULL;
+	size_t n = 0;
+	kh_error e = { 0 };
+	int got;
+
+	if (p->logged_in && !(p->raw.open && p->raw.slot == t->slot_id)) {
+		r = &own;
+		got = kh_p11_raw_open(p->fl, t->slot_id, r, &e);
+	} else {
+		got = kh_p11_session_on(p, t->slot_id, &e);
+	}
+	if (got == 0)
+		got = kh_p11_raw_find_certs(r, &objs, &n, &e);
+	if (got == 0 && n > 0 && (t->certs = calloc(n, sizeof(*t->certs))) == NULL)
+		got = -2;
+	for (; got == 0 && t->ncerts < n; t->ncerts++) {
+		if ((got = kh_p11_read_cert(r, objs[t->ncerts], &t->certs[t->ncerts], &e)) != 0)
+			kh_p11_cert_clear(&t->certs[t->ncerts]);
+	}
+	free(objs);
+	kh_p11_raw_close(&own);
+	if (got == 0)
 		return 0;
-	t->certs = calloc(n, sizeof(*t->certs));
-	if (t->certs == NULL)
+	for (size_t j = 0; j < t->ncerts; j++)
+		kh_p11_cert_clear(&t->certs[j]);
+	free(t->certs);
+	t->certs = NULL;
+	t->ncerts = 0;
+	if (got == -2 || e.code == KH_ERR_INTERNAL)
 		return -1;
-	for (i = 0; i < n; i++, t->ncerts++)
-		if (kh_p11_copy_cert(&certs[i], &t->certs[i]) != 0)
-			return -1;
-	return 0;
+	kh_p11_fail_raw(&e, t->label, "cannot list certificates");
+	t->certs_error = strdup(e.msg);
+	return t->certs_error != NULL ? 0 : -1;
 }
 
 static int
@@ -604,7 +663,7 @@ kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 		t->certs_error = strdup("the token was removed");
 		return t->certs_error != NULL ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
-	if (kh_p11_copy_certs(p->slots[t->index].token, t) != 0)
+	if (kh_p11_copy_certs(p, t) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	return 0;
 }
@@ -1038,7 +1097,7 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 		return kh_fail(err, KH_ERR_LOCKED,
 			       "token '%s' is locked (too many wrong PINs); ask an administrator to unlock it",
 			       label);
-	if (kh_p11_raw_open(p->fl, PKCS11_get_slotid_from_slot(p->slot), &p->raw, err) != 0)
+	if (kh_p11_session_on(p, PKCS11_get_slotid_from_slot(p->slot), err) != 0)
 		return kh_p11_fail_raw(err, label, "cannot open a session");
 	rv = kh_p11_raw_login(&p->raw, pin);
 	if (rv != CKR_OK) {
