@@ -50,7 +50,14 @@ struct kh_p11 {
 	PKCS11_SLOT *slots;
 	unsigned int nslots;
 	unsigned generation;    /* bumped by every slot listing */
-	PKCS11_SLOT *slot;      /* the selected token's slot, inside slots */
+	PKCS11_SLOT *slot;      /* the selected token's slot, inside slots, or NULL: */
+	/* The selected token: from libp11's list (slot), or found without
+	 * libp11 by kh_p11_use_uri_token (the issuer's; slot NULL). */
+	bool selected;
+	CK_SLOT_ID sel_slot;
+	char *sel_label;        /* control characters replaced */
+	bool sel_locked;        /* CKF_USER_PIN_LOCKED when it was listed */
+	bool sel_removable;
 	bool logged_in;
 	/* From C_Login to logout the token is ours alone (kh_p11_raw.h): the
 	 * session we logged in on, and signs through. */
@@ -295,9 +302,18 @@ kh_p11_logout(struct kh_p11 *p)
 }
 
 static void
-kh_p11_release_slots(struct kh_p11 *p)
+kh_p11_unselect(struct kh_p11 *p)
 {
 	p->slot = NULL;
+	p->selected = false;
+	free(p->sel_label);
+	p->sel_label = NULL;
+}
+
+static void
+kh_p11_release_slots(struct kh_p11 *p)
+{
+	kh_p11_unselect(p);
 	if (p->slots != NULL)
 		PKCS11_release_all_slots(p->ctx, p->slots, p->nslots);
 	p->slots = NULL;
@@ -343,7 +359,7 @@ bool
 kh_p11_token_removable(const struct kh_p11 *p)
 {
 	/* No selected slot: nothing known, so the cautious answer. */
-	return p == NULL || p->slot == NULL || p->slot->removable;
+	return p == NULL || !p->selected || p->sel_removable;
 }
 
 int
@@ -474,21 +490,28 @@ kh_p11_cert_clear(struct kh_p11_cert *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* What one token entry holds (not the entry). */
+static void
+kh_p11_tokens_free_one(struct kh_p11_token *t)
+{
+	for (size_t j = 0; j < t->ncerts; j++)
+		kh_p11_cert_clear(&t->certs[j]);
+	free(t->certs);
+	free(t->slot_description);
+	free(t->slot_manufacturer);
+	free(t->label);
+	free(t->manufacturer);
+	free(t->model);
+	free(t->serial);
+	free(t->certs_error);
+	memset(t, 0, sizeof(*t));
+}
+
 void
 kh_p11_tokens_free(struct kh_p11_token *t, size_t n)
 {
-	for (size_t i = 0; t != NULL && i < n; i++) {
-		for (size_t j = 0; j < t[i].ncerts; j++)
-			kh_p11_cert_clear(&t[i].certs[j]);
-		free(t[i].certs);
-		free(t[i].slot_description);
-		free(t[i].slot_manufacturer);
-		free(t[i].label);
-		free(t[i].manufacturer);
-		free(t[i].model);
-		free(t[i].serial);
-		free(t[i].certs_error);
-	}
+	for (size_t i = 0; t != NULL && i < n; i++)
+		kh_p11_tokens_free_one(&t[i]);
 	free(t);
 }
 
@@ -668,6 +691,24 @@ kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 	return 0;
 }
 
+/* Select slot, one of libp11's list. */
+static int
+kh_p11_select_slot(struct kh_p11 *p, PKCS11_SLOT *slot, kh_error *err)
+{
+	char *label = kh_p11_clean_text(slot->token->label);
+
+	if (label == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	kh_p11_unselect(p);
+	p->slot = slot;
+	p->selected = true;
+	p->sel_slot = PKCS11_get_slotid_from_slot(slot);
+	p->sel_label = label;
+	p->sel_locked = slot->token->userPinLocked != 0;
+	p->sel_removable = slot->removable != 0;
+	return 0;
+}
+
 int
 kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err)
 {
@@ -675,8 +716,7 @@ kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err)
 		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
-	p->slot = &p->slots[t->index];
-	return 0;
+	return kh_p11_select_slot(p, &p->slots[t->index], err);
 }
 
 /* The same token: same slot, label and serial (what identifies it to us). */
@@ -711,8 +751,7 @@ kh_p11_refresh_token(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 		t->index = i;
 		t->generation = p->generation;
 		t->pin_flags = kh_p11_pin_flags(p->slots[i].token);
-		p->slot = &p->slots[i];
-		return 0;
+		return kh_p11_select_slot(p, &p->slots[i], err);
 	}
 	return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", t->label);
 }
@@ -743,7 +782,8 @@ kh_p11_find_token(struct kh_p11 *p, const char *label,
 	if (n > 1)
 		return kh_fail(err, KH_ERR_REFUSED,
 			       "%u tokens are labelled '%s'; remove all but one", n, label);
-	p->slot = found;
+	if (kh_p11_select_slot(p, found, err) != 0)
+		return -1;
 	if (info != NULL) {
 		memset(info, 0, sizeof(*info));
 		info->label = strdup(found->token->label);
@@ -784,6 +824,209 @@ kh_p11_uri_mismatch(const struct kh_p11_uri *u, const struct kh_p11_token *t)
 	return NULL;
 }
 
+/*
+ * ---- A token named by a URI, found without libp11 (the issuer's) ----
+ *
+ * libp11's listing reads every slot's CK_SLOT_INFO and CK_TOKEN_INFO and
+ * closes every slot's sessions when released: on a network HSM each is a
+ * round trip (issue #30), and the issuer's token needs none of libp11
+ * after this.  So: the slots with a token, each one's CK_TOKEN_INFO, and
+ * CK_SLOT_INFO only when the URI names the slot's description or maker.
+ */
+
+/* A blank-padded CK_*_INFO text field as a C string, cleaned. */
+static char *
+kh_p11_padded(const CK_UTF8CHAR *field, size_t size)
+{
+	char buf[65];
+	size_t n = size < sizeof(buf) - 1 ? size : sizeof(buf) - 1;
+
+	memcpy(buf, field, n);
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\0'))
+		n--;
+	buf[n] = '\0';
+	return kh_p11_clean_text(buf);
+}
+
+static unsigned
+kh_p11_info_pin_flags(CK_FLAGS f)
+{
+	return ((f & CKF_USER_PIN_COUNT_LOW) ? KH_P11_PIN_COUNT_LOW : 0) |
+	       ((f & CKF_USER_PIN_FINAL_TRY) ? KH_P11_PIN_FINAL_TRY : 0) |
+	       ((f & CKF_USER_PIN_LOCKED) ? KH_P11_PIN_LOCKED : 0) |
+	       ((f & CKF_USER_PIN_TO_BE_CHANGED) ? KH_P11_PIN_TO_BE_CHANGED : 0);
+}
+
+/* The initialised token in slot s into t: 0, 1 when there is none, -1
+ * with err. */
+static int
+kh_p11_raw_token_info(struct kh_p11 *p, CK_SLOT_ID s, struct kh_p11_token *t, kh_error *err)
+{
+	CK_TOKEN_INFO ti;
+	CK_RV rv = p->fl->C_GetTokenInfo(s, &ti);
+
+	memset(t, 0, sizeof(*t));
+	if (rv == CKR_TOKEN_NOT_PRESENT || rv == CKR_TOKEN_NOT_RECOGNIZED ||
+	    rv == CKR_SLOT_ID_INVALID || rv == CKR_DEVICE_REMOVED)
+		return 1;
+	if (rv != CKR_OK)
+		return kh_fail(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot read the token in "
+			       "slot %lu (CKR 0x%lx)", p->path, (unsigned long)s, (unsigned long)rv);
+	if (!(ti.flags & CKF_TOKEN_INITIALIZED))
+		return 1;
+	t->slot_id = s;
+	t->present = t->initialized = true;
+	t->pin_flags = kh_p11_info_pin_flags(ti.flags);
+	t->label = kh_p11_padded(ti.label, sizeof(ti.label));
+	t->manufacturer = kh_p11_padded(ti.manufacturerID, sizeof(ti.manufacturerID));
+	t->model = kh_p11_padded(ti.model, sizeof(ti.model));
+	t->serial = kh_p11_padded(ti.serialNumber, sizeof(ti.serialNumber));
+	t->slot_description = strdup("");
+	t->slot_manufacturer = strdup("");
+	if (t->label == NULL || t->manufacturer == NULL || t->model == NULL ||
+	    t->serial == NULL || t->slot_description == NULL || t->slot_manufacturer == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	return 0;
+}
+
+/* The slot's description and maker into t; *removable. */
+static int
+kh_p11_raw_slot_info(struct kh_p11 *p, struct kh_p11_token *t, bool *removable, kh_error *err)
+{
+	CK_SLOT_INFO si;
+	CK_RV rv = p->fl->C_GetSlotInfo(t->slot_id, &si);
+
+	if (rv != CKR_OK)
+		return kh_fail(err, kh_p11_raw_gone(rv) ? KH_ERR_NOTFOUND : KH_ERR_TOKEN,
+			       "PKCS#11 module %s: cannot read slot %lu (CKR 0x%lx)", p->path,
+			       t->slot_id, (unsigned long)rv);
+	free(t->slot_description);
+	free(t->slot_manufacturer);
+	t->slot_description = kh_p11_padded(si.slotDescription, sizeof(si.slotDescription));
+	t->slot_manufacturer = kh_p11_padded(si.manufacturerID, sizeof(si.manufacturerID));
+	if (t->slot_description == NULL || t->slot_manufacturer == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	*removable = (si.flags & CKF_REMOVABLE_DEVICE) != 0;
+	return 0;
+}
+
+/* The slots with a token: C_GetSlotList twice (the first asks the module
+ * to look afresh, which OpenSC does only then).  *ids: free(). */
+static int
+kh_p11_raw_slots(struct kh_p11 *p, CK_SLOT_ID **ids, CK_ULONG *n, kh_error *err)
+{
+	CK_ULONG count = 0;
+	CK_RV rv;
+
+	*ids = NULL;
+	*n = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		rv = p->fl->C_GetSlotList(CK_TRUE, NULL, &count);
+		if (rv != CKR_OK)
+			break;
+		if (count == 0)
+			return 0;
+		if (count > 4096)
+			return kh_fail(err, KH_ERR_TOKEN, "PKCS#11 module %s: %lu slots", p->path,
+				       (unsigned long)count);
+		free(*ids);
+		if ((*ids = calloc(count, sizeof(**ids))) == NULL)
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		rv = p->fl->C_GetSlotList(CK_TRUE, *ids, &count);
+		if (rv != CKR_BUFFER_TOO_SMALL)
+			break;
+	}
+	if (rv != CKR_OK) {
+		free(*ids);
+		*ids = NULL;
+		return kh_fail(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots (CKR 0x%lx)",
+			       p->path, (unsigned long)rv);
+	}
+	*n = count;
+	return 0;
+}
+
+/* The one initialised token labelled u->token, into *found (its slot's
+ * text read only when u names it).  -1 with err. */
+static int
+kh_p11_raw_find_token(struct kh_p11 *p, const struct kh_p11_uri *u, struct kh_p11_token *found,
+		      bool *removable, kh_error *err)
+{
+	struct kh_p11_token t;
+	CK_SLOT_ID *ids = NULL;
+	CK_ULONG n = 0, i;
+	size_t hits = 0;
+	int r = 0;
+
+	memset(found, 0, sizeof(*found));
+	if (kh_p11_raw_slots(p, &ids, &n, err) != 0)
+		return -1;
+	for (i = 0; i < n && r >= 0; i++) {
+		if ((r = kh_p11_raw_token_info(p, ids[i], &t, err)) == 0 &&
+		    strcmp(t.label, u->token) == 0 && hits++ == 0) {
+			*found = t;
+			continue;
+		}
+		kh_p11_tokens_free_one(&t);
+	}
+	free(ids);
+	if (r < 0)
+		return -1;
+	if (hits == 0)
+		return kh_fail(err, KH_ERR_NOTFOUND, "no token labelled '%s' is present", u->token);
+	if (hits > 1)
+		return kh_fail(err, KH_ERR_REFUSED, "%zu tokens are labelled '%s'; remove all but one",
+			       hits, u->token);
+	*removable = true;      /* not read: the cautious answer */
+	if (u->slot_description != NULL || u->slot_manufacturer != NULL)
+		return kh_p11_raw_slot_info(p, found, removable, err);
+	return 0;
+}
+
+int
+kh_p11_use_uri_token(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
+		     kh_error *err)
+{
+	struct kh_p11_token t;
+	struct kh_env_saved saved;
+	const char *bad;
+	bool removable = true;
+	int rc;
+
+	if (p == NULL || u == NULL || u->token == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "no module or token to select");
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	kh_p11_raw_close(&p->raw);
+	kh_p11_release_slots(p);
+	p->generation++;
+	/* Where the modules measured read pkcs11.env: around every listing. */
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
+	rc = kh_p11_raw_find_token(p, u, &t, &removable, err);
+	kh_env_restore(&saved);
+	if (rc != 0) {
+		kh_p11_tokens_free_one(&t);
+		return -1;
+	}
+	if (u->serial != NULL && strcmp(u->serial, t.serial) != 0) {
+		rc = kh_fail(err, KH_ERR_NOTFOUND, "token '%s' has serial %s, not %s as %s says",
+			     u->token, t.serial, u->serial, uri);
+	} else if ((bad = kh_p11_uri_mismatch(u, &t)) != NULL) {
+		rc = kh_fail(err, KH_ERR_NOTFOUND, "token '%s' does not have the %s %s says",
+			     u->token, bad, uri);
+	} else {
+		p->selected = true;
+		p->sel_slot = t.slot_id;
+		p->sel_label = t.label;
+		p->sel_locked = (t.pin_flags & KH_P11_PIN_LOCKED) != 0;
+		p->sel_removable = removable;
+		t.label = NULL;
+	}
+	kh_p11_tokens_free_one(&t);
+	return rc;
+}
+
 /* What identifies the user's key and certificate on the token. */
 struct kh_p11_match {
 	const char *label;          /* NULL = any */
@@ -811,7 +1054,7 @@ kh_p11_match_name(const struct kh_p11_match *m)
 static int
 kh_p11_need_token(const struct kh_p11 *p, kh_error *err)
 {
-	if (p == NULL || p->slot == NULL || p->slot->token == NULL)
+	if (p == NULL || !p->selected)
 		return kh_fail(err, KH_ERR_INTERNAL, "no token selected (kh_p11_use_token first)");
 	return 0;
 }
@@ -826,6 +1069,9 @@ kh_p11_cert_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 	*cert = NULL;
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
+	if (p->slot == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "token '%s' was not listed by libp11",
+			       p->sel_label);
 	ERR_clear_error();
 	if (PKCS11_enumerate_certs(p->slot->token, &certs, &n) != 0)
 		return kh_p11_fail_op(err, p->slot->token->label, "cannot list certificates");
@@ -890,7 +1136,7 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m, const EVP_PK
 	*key = NULL;
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
-	label = p->slot->token->label;
+	label = p->sel_label;
 	if (!p->logged_in || !p->raw.open)
 		return kh_fail(err, KH_ERR_INTERNAL, "token '%s': not logged in", label);
 	/* Two at most: a second one is all "exactly one" needs to know. */
@@ -1084,7 +1330,7 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
-	label = p->slot->token->label;
+	label = p->sel_label;
 	if (pin == NULL)
 		return kh_fail(err, KH_ERR_INPUT, "no PIN given for token '%s'", label);
 	if (p->logged_in)
@@ -1093,11 +1339,11 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 	 * locked PIN must not cost the user (or an attacker) another try —
 	 * and the modules measured (OpenSC, ykcs11) send the PIN to a blocked
 	 * card all the same, so this check is ours to make. */
-	if (p->slot->token->userPinLocked)
+	if (p->sel_locked)
 		return kh_fail(err, KH_ERR_LOCKED,
 			       "token '%s' is locked (too many wrong PINs); ask an administrator to unlock it",
 			       label);
-	if (kh_p11_session_on(p, PKCS11_get_slotid_from_slot(p->slot), err) != 0)
+	if (kh_p11_session_on(p, p->sel_slot, err) != 0)
 		return kh_p11_fail_raw(err, label, "cannot open a session");
 	rv = kh_p11_raw_login(&p->raw, pin);
 	if (rv != CKR_OK) {

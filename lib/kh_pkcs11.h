@@ -159,6 +159,19 @@ int kh_p11_find_token(struct kh_p11 *p, const char *label,
 
 void kh_p11_token_info_clear(struct kh_p11_token_info *info);
 
+/*
+ * Select the one initialised token the key URI u (kh_p11_uri_parse; `uri`
+ * its text, for messages) names — by label, and every other token and
+ * slot attribute u gives — read straight from the module, not through
+ * libp11: C_GetSlotList, C_GetTokenInfo per slot with a token, and
+ * C_GetSlotInfo only when u names the slot's description or maker.  For a
+ * login (kh_p11_login) and a key (kh_p11_find_key_match) on it; not for
+ * kh_p11_find_cert.  No such token → KH_ERR_NOTFOUND; two of that label →
+ * KH_ERR_REFUSED.  Unselects any token selected before.
+ */
+int kh_p11_use_uri_token(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
+			 kh_error *err);
+
 /* Which attribute of token URI u (kh_p11_uri_parse_token) t does not
  * match, or NULL when it matches. */
 const char *kh_p11_uri_mismatch(const struct kh_p11_uri *u, const struct kh_p11_token *t);
