@@ -109,14 +109,18 @@ open_issuer(pam_handle_t *pamh, const struct kh_issuer *is, struct kh_p11 **p11,
 	int rc;
 
 	*p11 = NULL;
-	if (kh_x509_load_chain(is->cert_file, NULL, chain, chain_pem, err) != 0)
-		return -1;
-	pub = X509_get0_pubkey(sk_X509_value(*chain, 0));
-	if (pub == NULL)
-		return kh_fail(err, KH_ERR_CONFIG, "%s: the issuer certificate's public key "
-			       "cannot be read", is->cert_file);
 	if (kh_p11_read_pin_file(is->pin_file, &pin, err) != 0)
 		return -1;
+	if (kh_x509_load_chain(is->cert_file, NULL, chain, chain_pem, err) != 0) {
+		kh_secure_strfree(pin);
+		return -1;
+	}
+	pub = X509_get0_pubkey(sk_X509_value(*chain, 0));
+	if (pub == NULL) {
+		kh_secure_strfree(pin);
+		return kh_fail(err, KH_ERR_CONFIG, "%s: the issuer certificate's public key "
+			       "cannot be read", is->cert_file);
+	}
 	*p11 = kh_pam_module_take(pamh, is->module, &is->env);
 	if (*p11 != NULL)
 		rc = kh_p11_uri_key(*p11, is->key, pin, pub, key, err);
