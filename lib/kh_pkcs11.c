@@ -680,8 +680,9 @@ kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 	if (!kh_p11_current(p, t))
 		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
 	t->certs_read = true;
-	/* libp11 0.4.13 waits for ever when a session cannot be opened on a
-	 * token that went away since the slots were listed: ask first. */
+	/* A token that went away since the slots were listed is said to be
+	 * gone without asking it for a session: the module learns of a pulled
+	 * card in C_GetSlotInfo (OpenSC; see kh_p11_raw_sign). */
 	if (kh_p11_raw_token_present(p->fl, t->slot_id, NULL) == 0) {
 		t->certs_error = strdup("the token was removed");
 		return t->certs_error != NULL ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");

@@ -1,8 +1,10 @@
 /*
- * kh_pkcs11 — the PKCS#11 tokens kubehsm talks to: libp11 loads the module,
- * lists slots and reads certificates; from C_Login on, kubehsm's own raw
- * layer (kh_p11_raw.h) logs in, finds exactly the key a caller names (one
- * C_FindObjects, whatever else the token holds), signs and logs out.
+ * kh_pkcs11 — the PKCS#11 tokens kubehsm talks to: libp11 loads the module
+ * and lists the slots (the users' tokens; the issuer's token is found with
+ * C_GetSlotList and C_GetTokenInfo, kh_p11_use_uri_token); kubehsm's own
+ * raw layer (kh_p11_raw.h) reads a token's certificates on a session it
+ * then logs in on, finds exactly the key a caller names (one C_FindObjects,
+ * whatever else the token holds), signs and logs out.
  *
  * One struct kh_p11 is one loaded module with (at most) one selected token.
  * There is no global state: everything a handle creates is released by
