@@ -17,11 +17,16 @@
 /*
  * On the initialised module p, with no token logged in: select the one
  * token the URI names (two of that label is an error), log in with `pin`
- * and find the URI's private key (object= and/or id=).  The key needs p:
- * free the key first, then close p (the caller's either way).
+ * and find the URI's private key (object= and/or id=).  pub: its public
+ * half, from the issuer's certificate (issuer.cert_file), so that nothing
+ * more is read from the HSM — a key of another type is refused here, and
+ * one of the same type that is not pub's makes signatures that do not
+ * verify with pub, which kh_x509_mint_cert checks; NULL reads it from the
+ * token.  The key needs p: free the key first, then close p (the
+ * caller's either way).
  */
-int kh_p11_uri_key(struct kh_p11 *p, const char *uri, const char *pin, EVP_PKEY **key,
-		   kh_error *err);
+int kh_p11_uri_key(struct kh_p11 *p, const char *uri, const char *pin, const EVP_PKEY *pub,
+		   EVP_PKEY **key, kh_error *err);
 
 /*
  * The same on a module of its own: load and initialise the module at
@@ -30,7 +35,7 @@ int kh_p11_uri_key(struct kh_p11 *p, const char *uri, const char *pin, EVP_PKEY 
  * used: free the key first, then kh_p11_close(*handle).
  */
 int kh_p11_open_uri_key(const char *module, const struct kh_env *env, const char *uri,
-			const char *pin, struct kh_p11 **handle, EVP_PKEY **key,
-			kh_error *err);
+			const char *pin, const EVP_PKEY *pub, struct kh_p11 **handle,
+			EVP_PKEY **key, kh_error *err);
 
 #endif

@@ -130,6 +130,86 @@ kh_p11_raw_bool(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE ty
 	return v != CK_FALSE;
 }
 
+/* More certificates than this on one token is a token we do not read. */
+#define KH_P11_CERTS_MAX 1024
+/* Handles asked for per C_FindObjects: every token measured answers all it
+ * has up to that in one call, so a user's token costs one. */
+#define KH_P11_CERTS_BATCH 32
+
+int
+kh_p11_raw_find_certs(struct kh_p11_raw *r, CK_OBJECT_HANDLE **objs, size_t *n,
+		      kh_error *err)
+{
+	CK_OBJECT_CLASS cls = CKO_CERTIFICATE;
+	CK_CERTIFICATE_TYPE type = CKC_X_509;
+	CK_ATTRIBUTE tmpl[2] = {
+		{ CKA_CLASS, &cls, sizeof(cls) },
+		{ CKA_CERTIFICATE_TYPE, &type, sizeof(type) },
+	};
+	CK_OBJECT_HANDLE *h = NULL, *grown;
+	CK_ULONG got = 0;
+	size_t have = 0;
+	CK_RV rv, rv2;
+
+	*objs = NULL;
+	*n = 0;
+	rv = r->fl->C_FindObjectsInit(r->session, tmpl, 2);
+	if (rv != CKR_OK)
+		return kh_p11_raw_fail(err, rv, "C_FindObjectsInit");
+	/* Fewer handles than asked for is the end (what the modules do; the
+	 * standard's own end is an answer of none, one more round trip). */
+	do {
+		if (have + KH_P11_CERTS_BATCH > KH_P11_CERTS_MAX) {
+			(void)r->fl->C_FindObjectsFinal(r->session);
+			free(h);
+			return kh_fail(err, KH_ERR_TOKEN, "the token holds more than %u certificates",
+				       KH_P11_CERTS_MAX);
+		}
+		grown = realloc(h, (have + KH_P11_CERTS_BATCH) * sizeof(*h));
+		if (grown == NULL) {
+			(void)r->fl->C_FindObjectsFinal(r->session);
+			free(h);
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		}
+		h = grown;
+		got = 0;
+		rv = r->fl->C_FindObjects(r->session, h + have, KH_P11_CERTS_BATCH, &got);
+		if (rv == CKR_OK)
+			have += got > KH_P11_CERTS_BATCH ? KH_P11_CERTS_BATCH : (size_t)got;
+	} while (rv == CKR_OK && got == KH_P11_CERTS_BATCH);
+	rv2 = r->fl->C_FindObjectsFinal(r->session);
+	if (rv != CKR_OK || rv2 != CKR_OK) {
+		free(h);
+		return kh_p11_raw_fail(err, rv != CKR_OK ? rv : rv2, "C_FindObjects");
+	}
+	*objs = h;
+	*n = have;
+	return 0;
+}
+
+int
+kh_p11_raw_key_facts(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_KEY_TYPE *type,
+		     bool *always_auth, kh_error *err)
+{
+	CK_KEY_TYPE t = CKK_VENDOR_DEFINED;
+	CK_BBOOL aa = CK_FALSE;
+	CK_ATTRIBUTE a[2] = {
+		{ CKA_KEY_TYPE, &t, sizeof(t) },
+		{ CKA_ALWAYS_AUTHENTICATE, &aa, sizeof(aa) },
+	};
+	CK_RV rv = r->fl->C_GetAttributeValue(r->session, obj, a, 2);
+
+	/* A module without CKA_ALWAYS_AUTHENTICATE answers TYPE_INVALID and
+	 * still fills in the key type (PKCS#11 2.40, C_GetAttributeValue). */
+	if (rv != CKR_OK && rv != CKR_ATTRIBUTE_TYPE_INVALID)
+		return kh_p11_raw_fail(err, rv, "C_GetAttributeValue");
+	if (a[0].ulValueLen != sizeof(t))
+		return kh_fail(err, KH_ERR_TOKEN, "the key has no CKA_KEY_TYPE");
+	*type = t;
+	*always_auth = a[1].ulValueLen == sizeof(aa) && aa != CK_FALSE;
+	return 0;
+}
+
 void
 kh_p11_raw_attrs_free(CK_ATTRIBUTE *tmpl, size_t n)
 {

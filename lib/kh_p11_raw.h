@@ -3,15 +3,17 @@
  * libp11 has loaded and initialised (its function list, sessions of our
  * own).
  *
- * libp11 loads the module, lists slots and reads certificates before
- * login.  From C_Login on, everything is here: libp11 0.4.12 cannot find
+ * libp11 loads the module and lists the users' slots.  The rest is here —
+ * the certificates a token shows before login, on the session the login
+ * then uses (one session per login: every call is a round trip on a
+ * network HSM, issue #30), and from C_Login on everything: libp11 0.4.12 cannot find
  * one object by a template (it lists every key of the token and reads
  * several attributes of each: the lookup grew with the HSM partition,
  * issue #30), and libp11 0.4.13 waits for ever in its session pool once
  * C_OpenSession answers CKR_DEVICE_REMOVED (issue #29, fixed in 0.4.14) —
- * which it does for a token pulled after login.  So: C_Login and C_Logout,
- * C_FindObjects for exactly the object a caller names, the attributes a
- * key needs, and C_Sign.  Every call returns; none waits on the module.
+ * which it does for a token pulled after login.  So: the certificates,
+ * C_Login and C_Logout, C_FindObjects for exactly the object a caller
+ * names, the attributes a key needs, and C_Sign.  Every call returns; none waits on the module.
  *
  * Internal to lib/ (kh_pkcs11.c, kh_p11_raw_key.c): it needs the PKCS#11
  * types (<p11-kit/pkcs11.h>), which no caller above lib/ should see.
@@ -71,6 +73,17 @@ struct kh_p11_raw_match {
  * C_FindObjectsFinal: up to max handles in objs, their number in *n. */
 int kh_p11_raw_find(struct kh_p11_raw *r, const struct kh_p11_raw_match *m,
 		    CK_OBJECT_HANDLE *objs, size_t max, size_t *n, kh_error *err);
+
+/* Every X.509 certificate object of the token (CKO_CERTIFICATE,
+ * CKC_X_509): their handles in *objs (free()), their number in *n. */
+int kh_p11_raw_find_certs(struct kh_p11_raw *r, CK_OBJECT_HANDLE **objs, size_t *n,
+			  kh_error *err);
+
+/* A private key's type and CKA_ALWAYS_AUTHENTICATE, in one
+ * C_GetAttributeValue (an absent CKA_ALWAYS_AUTHENTICATE is false, as the
+ * standard says; an absent CKA_KEY_TYPE is an error). */
+int kh_p11_raw_key_facts(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, CK_KEY_TYPE *type,
+			 bool *always_auth, kh_error *err);
 
 /* A CK_BBOOL attribute: 1 true, 0 false or absent (what the standard
  * says an absent boolean means), -1 with err when it cannot be read. */

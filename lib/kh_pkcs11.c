@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ struct kh_p11 {
 	PKCS11_CTX *ctx;
 	bool loaded;
 	void *dl;               /* our own handle on the module: its function list */
+	CK_C_GetFunctionList get_fl;
 	CK_FUNCTION_LIST_PTR fl;
 	bool fl_initialized;    /* fl is an instance of its own, initialised by us */
 	UI_METHOD *ui;          /* answers context-specific logins with `pin` */
@@ -48,7 +50,14 @@ struct kh_p11 {
 	PKCS11_SLOT *slots;
 	unsigned int nslots;
 	unsigned generation;    /* bumped by every slot listing */
-	PKCS11_SLOT *slot;      /* the selected token's slot, inside slots */
+	PKCS11_SLOT *slot;      /* the selected token's slot, inside slots, or NULL: */
+	/* The selected token: from libp11's list (slot), or found without
+	 * libp11 by kh_p11_use_uri_token (the issuer's; slot NULL). */
+	bool selected;
+	CK_SLOT_ID sel_slot;
+	char *sel_label;        /* control characters replaced */
+	bool sel_locked;        /* CKF_USER_PIN_LOCKED when it was listed */
+	bool sel_removable;
 	bool logged_in;
 	/* From C_Login to logout the token is ours alone (kh_p11_raw.h): the
 	 * session we logged in on, and signs through. */
@@ -143,6 +152,7 @@ kh_p11_dlopen(struct kh_p11 *p, kh_error *err)
 			       p->path);
 	if (get(&p->fl) != CKR_OK || p->fl == NULL)
 		return kh_fail(err, KH_ERR_TOKEN, "%s: C_GetFunctionList failed", p->path);
+	p->get_fl = get;
 	return 0;
 }
 
@@ -205,10 +215,16 @@ static int
 kh_p11_init_own(struct kh_p11 *p, kh_error *err)
 {
 	CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
+	CK_FUNCTION_LIST_PTR again = NULL;
 	struct kh_env_saved saved;
 	CK_INFO info;
 	CK_RV rv;
 
+	/* A module that hands out one list to every caller gave libp11 this
+	 * one too, which libp11 has initialised: no question to ask it (a
+	 * round trip on a network HSM, issue #30). */
+	if (p->get_fl(&again) == CKR_OK && again == p->fl)
+		return 0;
 	if (p->fl->C_GetInfo(&info) != CKR_CRYPTOKI_NOT_INITIALIZED)
 		return 0;
 	if (kh_env_apply(&p->env, &saved, err) != 0)
@@ -286,9 +302,18 @@ kh_p11_logout(struct kh_p11 *p)
 }
 
 static void
-kh_p11_release_slots(struct kh_p11 *p)
+kh_p11_unselect(struct kh_p11 *p)
 {
 	p->slot = NULL;
+	p->selected = false;
+	free(p->sel_label);
+	p->sel_label = NULL;
+}
+
+static void
+kh_p11_release_slots(struct kh_p11 *p)
+{
+	kh_p11_unselect(p);
 	if (p->slots != NULL)
 		PKCS11_release_all_slots(p->ctx, p->slots, p->nslots);
 	p->slots = NULL;
@@ -334,7 +359,7 @@ bool
 kh_p11_token_removable(const struct kh_p11 *p)
 {
 	/* No selected slot: nothing known, so the cautious answer. */
-	return p == NULL || p->slot == NULL || p->slot->removable;
+	return p == NULL || !p->selected || p->sel_removable;
 }
 
 int
@@ -396,6 +421,9 @@ kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
 
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	/* Sessions belong to one listing: the token in a slot may be another
+	 * one by the next. */
+	kh_p11_raw_close(&p->raw);
 	kh_p11_release_slots(p);
 	p->generation++;
 	if (kh_env_apply(&p->env, &saved, err) != 0)
@@ -462,63 +490,125 @@ kh_p11_cert_clear(struct kh_p11_cert *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* What one token entry holds (not the entry). */
+static void
+kh_p11_tokens_free_one(struct kh_p11_token *t)
+{
+	for (size_t j = 0; j < t->ncerts; j++)
+		kh_p11_cert_clear(&t->certs[j]);
+	free(t->certs);
+	free(t->slot_description);
+	free(t->slot_manufacturer);
+	free(t->label);
+	free(t->manufacturer);
+	free(t->model);
+	free(t->serial);
+	free(t->certs_error);
+	memset(t, 0, sizeof(*t));
+}
+
 void
 kh_p11_tokens_free(struct kh_p11_token *t, size_t n)
 {
-	for (size_t i = 0; t != NULL && i < n; i++) {
-		for (size_t j = 0; j < t[i].ncerts; j++)
-			kh_p11_cert_clear(&t[i].certs[j]);
-		free(t[i].certs);
-		free(t[i].slot_description);
-		free(t[i].slot_manufacturer);
-		free(t[i].label);
-		free(t[i].manufacturer);
-		free(t[i].model);
-		free(t[i].serial);
-		free(t[i].certs_error);
-	}
+	for (size_t i = 0; t != NULL && i < n; i++)
+		kh_p11_tokens_free_one(&t[i]);
 	free(t);
 }
 
+/*
+ * The handle's session on `slot`, opened now unless it is open there
+ * already: a login reuses the session its token's certificates were read
+ * on (issue #30: every call is a round trip on a network HSM).  Only
+ * before login; a listing of the slots closes it (kh_p11_enumerate).
+ */
 static int
-kh_p11_copy_cert(const PKCS11_CERT *in, struct kh_p11_cert *out)
+kh_p11_session_on(struct kh_p11 *p, CK_SLOT_ID slot, kh_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	if (in->x509 != NULL && X509_up_ref(in->x509) == 1)
-		out->x509 = in->x509;
-	if (in->id_len <= sizeof(out->id)) {
-		memcpy(out->id, in->id, in->id_len);
-		out->id_len = in->id_len;
-	}
-	out->label = kh_p11_clean_text(in->label);
-	return out->label != NULL ? 0 : -1;
+	if (p->raw.open && p->raw.slot == slot)
+		return 0;
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	kh_p11_raw_close(&p->raw);
+	return kh_p11_raw_open(p->fl, slot, &p->raw, err);
 }
 
-/* The certificates of one token, without login.  A token whose
- * certificates cannot be read is reported, not fatal: it is simply not
- * anyone's. */
+/* One certificate object: CKA_VALUE, CKA_ID and CKA_LABEL in two calls.
+ * 0, -1 with err when the token cannot be read, -2 when out of memory. */
 static int
-kh_p11_copy_certs(PKCS11_TOKEN *tok, struct kh_p11_token *t)
+kh_p11_read_cert(struct kh_p11_raw *r, CK_OBJECT_HANDLE obj, struct kh_p11_cert *out,
+		 kh_error *err)
 {
-	PKCS11_CERT *certs = NULL;
-	unsigned int n = 0, i;
-	kh_error e = { 0 };
+	enum { VALUE, ID, LABEL, N };
+	CK_ATTRIBUTE a[N] = { { CKA_VALUE, NULL, 0 }, { CKA_ID, NULL, 0 }, { CKA_LABEL, NULL, 0 } };
+	const unsigned char *der;
+	char *label;
+	int rc = -2;
 
+	memset(out, 0, sizeof(*out));
+	if (kh_p11_raw_attrs(r, obj, a, N, err) != 0)
+		return err != NULL && err->code == KH_ERR_INTERNAL ? -2 : -1;
+	/* A value OpenSSL cannot read leaves x509 NULL: not anyone's. */
+	if ((der = a[VALUE].pValue) != NULL && a[VALUE].ulValueLen <= LONG_MAX)
+		out->x509 = d2i_X509(NULL, &der, (long)a[VALUE].ulValueLen);
 	ERR_clear_error();
-	if (PKCS11_enumerate_certs(tok, &certs, &n) != 0) {
-		kh_p11_fail_op(&e, t->label, "cannot list certificates");
-		t->certs_error = strdup(e.msg);
-		return t->certs_error != NULL ? 0 : -1;
+	if (a[ID].pValue != NULL && a[ID].ulValueLen <= sizeof(out->id)) {
+		memcpy(out->id, a[ID].pValue, a[ID].ulValueLen);
+		out->id_len = a[ID].ulValueLen;
 	}
-	if (n == 0)
+	label = a[LABEL].pValue != NULL ? strndup(a[LABEL].pValue, a[LABEL].ulValueLen) :
+		strdup("");
+	if (label != NULL) {
+		out->label = kh_p11_clean_text(label);
+		free(label);
+		rc = out->label != NULL ? 0 : -2;
+	}
+	kh_p11_raw_attrs_free(a, N);
+	return rc;
+}
+
+/*
+ * The certificates of one token, without login, on the handle's session
+ * (kept for the login) — or, after a login on another token, on one of
+ * their own.  A token whose certificates cannot be read is reported in
+ * certs_error, not fatal: it is simply not anyone's.  -1: out of memory.
+ */
+static int
+kh_p11_copy_certs(struct kh_p11 *p, struct kh_p11_token *t)
+{
+	struct kh_p11_raw own = { 0 }, *r = &p->raw;
+	CK_OBJECT_HANDLE *objs = NULL;
+	size_t n = 0;
+	kh_error e = { 0 };
+	int got;
+
+	if (p->logged_in && !(p->raw.open && p->raw.slot == t->slot_id)) {
+		r = &own;
+		got = kh_p11_raw_open(p->fl, t->slot_id, r, &e);
+	} else {
+		got = kh_p11_session_on(p, t->slot_id, &e);
+	}
+	if (got == 0)
+		got = kh_p11_raw_find_certs(r, &objs, &n, &e);
+	if (got == 0 && n > 0 && (t->certs = calloc(n, sizeof(*t->certs))) == NULL)
+		got = -2;
+	for (; got == 0 && t->ncerts < n; t->ncerts++) {
+		if ((got = kh_p11_read_cert(r, objs[t->ncerts], &t->certs[t->ncerts], &e)) != 0)
+			kh_p11_cert_clear(&t->certs[t->ncerts]);
+	}
+	free(objs);
+	kh_p11_raw_close(&own);
+	if (got == 0)
 		return 0;
-	t->certs = calloc(n, sizeof(*t->certs));
-	if (t->certs == NULL)
+	for (size_t j = 0; j < t->ncerts; j++)
+		kh_p11_cert_clear(&t->certs[j]);
+	free(t->certs);
+	t->certs = NULL;
+	t->ncerts = 0;
+	if (got == -2 || e.code == KH_ERR_INTERNAL)
 		return -1;
-	for (i = 0; i < n; i++, t->ncerts++)
-		if (kh_p11_copy_cert(&certs[i], &t->certs[i]) != 0)
-			return -1;
-	return 0;
+	kh_p11_fail_raw(&e, t->label, "cannot list certificates");
+	t->certs_error = strdup(e.msg);
+	return t->certs_error != NULL ? 0 : -1;
 }
 
 static int
@@ -590,14 +680,33 @@ kh_p11_read_certs(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 	if (!kh_p11_current(p, t))
 		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
 	t->certs_read = true;
-	/* libp11 0.4.13 waits for ever when a session cannot be opened on a
-	 * token that went away since the slots were listed: ask first. */
+	/* A token that went away since the slots were listed is said to be
+	 * gone without asking it for a session: the module learns of a pulled
+	 * card in C_GetSlotInfo (OpenSC; see kh_p11_raw_sign). */
 	if (kh_p11_raw_token_present(p->fl, t->slot_id, NULL) == 0) {
 		t->certs_error = strdup("the token was removed");
 		return t->certs_error != NULL ? 0 : kh_fail(err, KH_ERR_INTERNAL, "out of memory");
 	}
-	if (kh_p11_copy_certs(p->slots[t->index].token, t) != 0)
+	if (kh_p11_copy_certs(p, t) != 0)
 		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	return 0;
+}
+
+/* Select slot, one of libp11's list. */
+static int
+kh_p11_select_slot(struct kh_p11 *p, PKCS11_SLOT *slot, kh_error *err)
+{
+	char *label = kh_p11_clean_text(slot->token->label);
+
+	if (label == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	kh_p11_unselect(p);
+	p->slot = slot;
+	p->selected = true;
+	p->sel_slot = PKCS11_get_slotid_from_slot(slot);
+	p->sel_label = label;
+	p->sel_locked = slot->token->userPinLocked != 0;
+	p->sel_removable = slot->removable != 0;
 	return 0;
 }
 
@@ -608,8 +717,7 @@ kh_p11_use_token(struct kh_p11 *p, const struct kh_p11_token *t, kh_error *err)
 		return kh_fail(err, KH_ERR_INTERNAL, "that token is not in the module's current list");
 	if (p->logged_in)
 		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
-	p->slot = &p->slots[t->index];
-	return 0;
+	return kh_p11_select_slot(p, &p->slots[t->index], err);
 }
 
 /* The same token: same slot, label and serial (what identifies it to us). */
@@ -644,8 +752,7 @@ kh_p11_refresh_token(struct kh_p11 *p, struct kh_p11_token *t, kh_error *err)
 		t->index = i;
 		t->generation = p->generation;
 		t->pin_flags = kh_p11_pin_flags(p->slots[i].token);
-		p->slot = &p->slots[i];
-		return 0;
+		return kh_p11_select_slot(p, &p->slots[i], err);
 	}
 	return kh_fail(err, KH_ERR_NOTFOUND, "token '%s' was removed", t->label);
 }
@@ -676,7 +783,8 @@ kh_p11_find_token(struct kh_p11 *p, const char *label,
 	if (n > 1)
 		return kh_fail(err, KH_ERR_REFUSED,
 			       "%u tokens are labelled '%s'; remove all but one", n, label);
-	p->slot = found;
+	if (kh_p11_select_slot(p, found, err) != 0)
+		return -1;
 	if (info != NULL) {
 		memset(info, 0, sizeof(*info));
 		info->label = strdup(found->token->label);
@@ -717,6 +825,209 @@ kh_p11_uri_mismatch(const struct kh_p11_uri *u, const struct kh_p11_token *t)
 	return NULL;
 }
 
+/*
+ * ---- A token named by a URI, found without libp11 (the issuer's) ----
+ *
+ * libp11's listing reads every slot's CK_SLOT_INFO and CK_TOKEN_INFO and
+ * closes every slot's sessions when released: on a network HSM each is a
+ * round trip (issue #30), and the issuer's token needs none of libp11
+ * after this.  So: the slots with a token, each one's CK_TOKEN_INFO, and
+ * CK_SLOT_INFO only when the URI names the slot's description or maker.
+ */
+
+/* A blank-padded CK_*_INFO text field as a C string, cleaned. */
+static char *
+kh_p11_padded(const CK_UTF8CHAR *field, size_t size)
+{
+	char buf[65];
+	size_t n = size < sizeof(buf) - 1 ? size : sizeof(buf) - 1;
+
+	memcpy(buf, field, n);
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\0'))
+		n--;
+	buf[n] = '\0';
+	return kh_p11_clean_text(buf);
+}
+
+static unsigned
+kh_p11_info_pin_flags(CK_FLAGS f)
+{
+	return ((f & CKF_USER_PIN_COUNT_LOW) ? KH_P11_PIN_COUNT_LOW : 0) |
+	       ((f & CKF_USER_PIN_FINAL_TRY) ? KH_P11_PIN_FINAL_TRY : 0) |
+	       ((f & CKF_USER_PIN_LOCKED) ? KH_P11_PIN_LOCKED : 0) |
+	       ((f & CKF_USER_PIN_TO_BE_CHANGED) ? KH_P11_PIN_TO_BE_CHANGED : 0);
+}
+
+/* The initialised token in slot s into t: 0, 1 when there is none, -1
+ * with err. */
+static int
+kh_p11_raw_token_info(struct kh_p11 *p, CK_SLOT_ID s, struct kh_p11_token *t, kh_error *err)
+{
+	CK_TOKEN_INFO ti;
+	CK_RV rv = p->fl->C_GetTokenInfo(s, &ti);
+
+	memset(t, 0, sizeof(*t));
+	if (rv == CKR_TOKEN_NOT_PRESENT || rv == CKR_TOKEN_NOT_RECOGNIZED ||
+	    rv == CKR_SLOT_ID_INVALID || rv == CKR_DEVICE_REMOVED)
+		return 1;
+	if (rv != CKR_OK)
+		return kh_fail(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot read the token in "
+			       "slot %lu (CKR 0x%lx)", p->path, (unsigned long)s, (unsigned long)rv);
+	if (!(ti.flags & CKF_TOKEN_INITIALIZED))
+		return 1;
+	t->slot_id = s;
+	t->present = t->initialized = true;
+	t->pin_flags = kh_p11_info_pin_flags(ti.flags);
+	t->label = kh_p11_padded(ti.label, sizeof(ti.label));
+	t->manufacturer = kh_p11_padded(ti.manufacturerID, sizeof(ti.manufacturerID));
+	t->model = kh_p11_padded(ti.model, sizeof(ti.model));
+	t->serial = kh_p11_padded(ti.serialNumber, sizeof(ti.serialNumber));
+	t->slot_description = strdup("");
+	t->slot_manufacturer = strdup("");
+	if (t->label == NULL || t->manufacturer == NULL || t->model == NULL ||
+	    t->serial == NULL || t->slot_description == NULL || t->slot_manufacturer == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	return 0;
+}
+
+/* The slot's description and maker into t; *removable. */
+static int
+kh_p11_raw_slot_info(struct kh_p11 *p, struct kh_p11_token *t, bool *removable, kh_error *err)
+{
+	CK_SLOT_INFO si;
+	CK_RV rv = p->fl->C_GetSlotInfo(t->slot_id, &si);
+
+	if (rv != CKR_OK)
+		return kh_fail(err, kh_p11_raw_gone(rv) ? KH_ERR_NOTFOUND : KH_ERR_TOKEN,
+			       "PKCS#11 module %s: cannot read slot %lu (CKR 0x%lx)", p->path,
+			       t->slot_id, (unsigned long)rv);
+	free(t->slot_description);
+	free(t->slot_manufacturer);
+	t->slot_description = kh_p11_padded(si.slotDescription, sizeof(si.slotDescription));
+	t->slot_manufacturer = kh_p11_padded(si.manufacturerID, sizeof(si.manufacturerID));
+	if (t->slot_description == NULL || t->slot_manufacturer == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+	*removable = (si.flags & CKF_REMOVABLE_DEVICE) != 0;
+	return 0;
+}
+
+/* The slots with a token: C_GetSlotList twice (the first asks the module
+ * to look afresh, which OpenSC does only then).  *ids: free(). */
+static int
+kh_p11_raw_slots(struct kh_p11 *p, CK_SLOT_ID **ids, CK_ULONG *n, kh_error *err)
+{
+	CK_ULONG count = 0;
+	CK_RV rv;
+
+	*ids = NULL;
+	*n = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		rv = p->fl->C_GetSlotList(CK_TRUE, NULL, &count);
+		if (rv != CKR_OK)
+			break;
+		if (count == 0)
+			return 0;
+		if (count > 4096)
+			return kh_fail(err, KH_ERR_TOKEN, "PKCS#11 module %s: %lu slots", p->path,
+				       (unsigned long)count);
+		free(*ids);
+		if ((*ids = calloc(count, sizeof(**ids))) == NULL)
+			return kh_fail(err, KH_ERR_INTERNAL, "out of memory");
+		rv = p->fl->C_GetSlotList(CK_TRUE, *ids, &count);
+		if (rv != CKR_BUFFER_TOO_SMALL)
+			break;
+	}
+	if (rv != CKR_OK) {
+		free(*ids);
+		*ids = NULL;
+		return kh_fail(err, KH_ERR_TOKEN, "PKCS#11 module %s: cannot list slots (CKR 0x%lx)",
+			       p->path, (unsigned long)rv);
+	}
+	*n = count;
+	return 0;
+}
+
+/* The one initialised token labelled u->token, into *found (its slot's
+ * text read only when u names it).  -1 with err. */
+static int
+kh_p11_raw_find_token(struct kh_p11 *p, const struct kh_p11_uri *u, struct kh_p11_token *found,
+		      bool *removable, kh_error *err)
+{
+	struct kh_p11_token t;
+	CK_SLOT_ID *ids = NULL;
+	CK_ULONG n = 0, i;
+	size_t hits = 0;
+	int r = 0;
+
+	memset(found, 0, sizeof(*found));
+	if (kh_p11_raw_slots(p, &ids, &n, err) != 0)
+		return -1;
+	for (i = 0; i < n && r >= 0; i++) {
+		if ((r = kh_p11_raw_token_info(p, ids[i], &t, err)) == 0 &&
+		    strcmp(t.label, u->token) == 0 && hits++ == 0) {
+			*found = t;
+			continue;
+		}
+		kh_p11_tokens_free_one(&t);
+	}
+	free(ids);
+	if (r < 0)
+		return -1;
+	if (hits == 0)
+		return kh_fail(err, KH_ERR_NOTFOUND, "no token labelled '%s' is present", u->token);
+	if (hits > 1)
+		return kh_fail(err, KH_ERR_REFUSED, "%zu tokens are labelled '%s'; remove all but one",
+			       hits, u->token);
+	*removable = true;      /* not read: the cautious answer */
+	if (u->slot_description != NULL || u->slot_manufacturer != NULL)
+		return kh_p11_raw_slot_info(p, found, removable, err);
+	return 0;
+}
+
+int
+kh_p11_use_uri_token(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
+		     kh_error *err)
+{
+	struct kh_p11_token t;
+	struct kh_env_saved saved;
+	const char *bad;
+	bool removable = true;
+	int rc;
+
+	if (p == NULL || u == NULL || u->token == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "no module or token to select");
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	kh_p11_raw_close(&p->raw);
+	kh_p11_release_slots(p);
+	p->generation++;
+	/* Where the modules measured read pkcs11.env: around every listing. */
+	if (kh_env_apply(&p->env, &saved, err) != 0)
+		return -1;
+	rc = kh_p11_raw_find_token(p, u, &t, &removable, err);
+	kh_env_restore(&saved);
+	if (rc != 0) {
+		kh_p11_tokens_free_one(&t);
+		return -1;
+	}
+	if (u->serial != NULL && strcmp(u->serial, t.serial) != 0) {
+		rc = kh_fail(err, KH_ERR_NOTFOUND, "token '%s' has serial %s, not %s as %s says",
+			     u->token, t.serial, u->serial, uri);
+	} else if ((bad = kh_p11_uri_mismatch(u, &t)) != NULL) {
+		rc = kh_fail(err, KH_ERR_NOTFOUND, "token '%s' does not have the %s %s says",
+			     u->token, bad, uri);
+	} else {
+		p->selected = true;
+		p->sel_slot = t.slot_id;
+		p->sel_label = t.label;
+		p->sel_locked = (t.pin_flags & KH_P11_PIN_LOCKED) != 0;
+		p->sel_removable = removable;
+		t.label = NULL;
+	}
+	kh_p11_tokens_free_one(&t);
+	return rc;
+}
+
 /* What identifies the user's key and certificate on the token. */
 struct kh_p11_match {
 	const char *label;          /* NULL = any */
@@ -744,7 +1055,7 @@ kh_p11_match_name(const struct kh_p11_match *m)
 static int
 kh_p11_need_token(const struct kh_p11 *p, kh_error *err)
 {
-	if (p == NULL || p->slot == NULL || p->slot->token == NULL)
+	if (p == NULL || !p->selected)
 		return kh_fail(err, KH_ERR_INTERNAL, "no token selected (kh_p11_use_token first)");
 	return 0;
 }
@@ -759,6 +1070,9 @@ kh_p11_cert_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 	*cert = NULL;
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
+	if (p->slot == NULL)
+		return kh_fail(err, KH_ERR_INTERNAL, "token '%s' was not listed by libp11",
+			       p->sel_label);
 	ERR_clear_error();
 	if (PKCS11_enumerate_certs(p->slot->token, &certs, &n) != 0)
 		return kh_p11_fail_op(err, p->slot->token->label, "cannot list certificates");
@@ -782,6 +1096,24 @@ kh_p11_cert_by_match(struct kh_p11 *p, const struct kh_p11_match *m,
 	return 0;
 }
 
+/* Is a token key of type t the same kind of key as pub (a certificate's)?
+ * Only a cheap first check, with the right message: that it is the very
+ * key shows in the signature, which every caller handing in a certificate
+ * verifies with it (the proof of possession; kh_x509_mint_cert). */
+static bool
+kh_p11_key_type_is(CK_KEY_TYPE t, const EVP_PKEY *pub)
+{
+	switch (EVP_PKEY_get_base_id(pub)) {
+	case EVP_PKEY_RSA:
+	case EVP_PKEY_RSA_PSS:
+		return t == CKK_RSA;
+	case EVP_PKEY_EC:
+		return t == CKK_EC;
+	default:
+		return false;
+	}
+}
+
 /*
  * The one private key m names, by one exact search on our logged-in
  * session (never a listing of the token's keys: its cost would grow with
@@ -796,15 +1128,16 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m, const EVP_PK
 		.cls = CKO_PRIVATE_KEY, .label = m->label, .id = m->id, .id_len = m->id_len,
 	};
 	CK_OBJECT_HANDLE obj[2];
+	CK_KEY_TYPE type;
 	EVP_PKEY *read = NULL;
 	const char *label;
 	size_t n = 0;
-	int always_auth;
+	bool always_auth;
 
 	*key = NULL;
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
-	label = p->slot->token->label;
+	label = p->sel_label;
 	if (!p->logged_in || !p->raw.open)
 		return kh_fail(err, KH_ERR_INTERNAL, "token '%s': not logged in", label);
 	/* Two at most: a second one is all "exactly one" needs to know. */
@@ -817,12 +1150,15 @@ kh_p11_key_by_match(struct kh_p11 *p, const struct kh_p11_match *m, const EVP_PK
 		return kh_fail(err, KH_ERR_REFUSED,
 			       "token '%s' holds more than one private key %s; it must be exactly one",
 			       label, kh_p11_match_name(m));
-	if ((always_auth = kh_p11_raw_bool(&p->raw, obj[0], CKA_ALWAYS_AUTHENTICATE, err)) < 0)
+	if (kh_p11_raw_key_facts(&p->raw, obj[0], &type, &always_auth, err) != 0)
 		return kh_p11_fail_raw(err, label, "cannot read the key");
+	if (pub != NULL && !kh_p11_key_type_is(type, pub))
+		return kh_fail(err, KH_ERR_CONFIG, "token '%s': private key %s is not of the "
+			       "certificate's key type", label, kh_p11_match_name(m));
 	if (pub == NULL && (pub = read = kh_p11_raw_public(&p->raw, obj[0], &rm, err)) == NULL)
 		return kh_p11_fail_raw(err, label, "cannot read the key");
 	*key = kh_p11_raw_key_new(&p->methods, &p->raw, obj[0], pub,
-				  always_auth == 1 ? p->pin : NULL, err);
+				  always_auth ? p->pin : NULL, err);
 	EVP_PKEY_free(read);
 	return *key != NULL ? 0 : -1;
 }
@@ -896,7 +1232,7 @@ kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_len,
 
 int
 kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned char *id,
-		      size_t id_len, EVP_PKEY **key, kh_error *err)
+		      size_t id_len, const EVP_PKEY *pub, EVP_PKEY **key, kh_error *err)
 {
 	struct kh_p11_match m = {
 		.label = key_label,
@@ -905,7 +1241,7 @@ kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned ch
 	};
 
 	*key = NULL;
-	return kh_p11_key_by_match(p, &m, NULL, key, err);
+	return kh_p11_key_by_match(p, &m, pub, key, err);
 }
 
 int
@@ -995,7 +1331,7 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 
 	if (kh_p11_need_token(p, err) != 0)
 		return -1;
-	label = p->slot->token->label;
+	label = p->sel_label;
 	if (pin == NULL)
 		return kh_fail(err, KH_ERR_INPUT, "no PIN given for token '%s'", label);
 	if (p->logged_in)
@@ -1004,11 +1340,11 @@ kh_p11_login(struct kh_p11 *p, const char *pin, kh_error *err)
 	 * locked PIN must not cost the user (or an attacker) another try —
 	 * and the modules measured (OpenSC, ykcs11) send the PIN to a blocked
 	 * card all the same, so this check is ours to make. */
-	if (p->slot->token->userPinLocked)
+	if (p->sel_locked)
 		return kh_fail(err, KH_ERR_LOCKED,
 			       "token '%s' is locked (too many wrong PINs); ask an administrator to unlock it",
 			       label);
-	if (kh_p11_raw_open(p->fl, PKCS11_get_slotid_from_slot(p->slot), &p->raw, err) != 0)
+	if (kh_p11_session_on(p, p->sel_slot, err) != 0)
 		return kh_p11_fail_raw(err, label, "cannot open a session");
 	rv = kh_p11_raw_login(&p->raw, pin);
 	if (rv != CKR_OK) {

@@ -1,8 +1,10 @@
 /*
- * kh_pkcs11 — the PKCS#11 tokens kubehsm talks to: libp11 loads the module,
- * lists slots and reads certificates; from C_Login on, kubehsm's own raw
- * layer (kh_p11_raw.h) logs in, finds exactly the key a caller names (one
- * C_FindObjects, whatever else the token holds), signs and logs out.
+ * kh_pkcs11 — the PKCS#11 tokens kubehsm talks to: libp11 loads the module
+ * and lists the slots (the users' tokens; the issuer's token is found with
+ * C_GetSlotList and C_GetTokenInfo, kh_p11_use_uri_token); kubehsm's own
+ * raw layer (kh_p11_raw.h) reads a token's certificates on a session it
+ * then logs in on, finds exactly the key a caller names (one C_FindObjects,
+ * whatever else the token holds), signs and logs out.
  *
  * One struct kh_p11 is one loaded module with (at most) one selected token.
  * There is no global state: everything a handle creates is released by
@@ -159,6 +161,19 @@ int kh_p11_find_token(struct kh_p11 *p, const char *label,
 
 void kh_p11_token_info_clear(struct kh_p11_token_info *info);
 
+/*
+ * Select the one initialised token the key URI u (kh_p11_uri_parse; `uri`
+ * its text, for messages) names — by label, and every other token and
+ * slot attribute u gives — read straight from the module, not through
+ * libp11: C_GetSlotList, C_GetTokenInfo per slot with a token, and
+ * C_GetSlotInfo only when u names the slot's description or maker.  For a
+ * login (kh_p11_login) and a key (kh_p11_find_key_match) on it; not for
+ * kh_p11_find_cert.  No such token → KH_ERR_NOTFOUND; two of that label →
+ * KH_ERR_REFUSED.  Unselects any token selected before.
+ */
+int kh_p11_use_uri_token(struct kh_p11 *p, const struct kh_p11_uri *u, const char *uri,
+			 kh_error *err);
+
 /* Which attribute of token URI u (kh_p11_uri_parse_token) t does not
  * match, or NULL when it matches. */
 const char *kh_p11_uri_mismatch(const struct kh_p11_uri *u, const struct kh_p11_token *t);
@@ -189,9 +204,13 @@ int kh_p11_find_key_by_id(struct kh_p11 *p, const unsigned char *id, size_t id_l
 			  const char *key_label, EVP_PKEY **key, kh_error *err);
 
 /* The private key (after login) whose CKA_LABEL is key_label (NULL: any)
- * and whose CKA_ID is id (id_len 0: any).  Exactly one or an error. */
+ * and whose CKA_ID is id (id_len 0: any).  Exactly one or an error.  pub:
+ * the key's public half from its certificate (not consumed; a key of
+ * another type is refused, and a signature by another key of that type
+ * fails its verification, which is the caller's to make), or NULL to read
+ * it from the token. */
 int kh_p11_find_key_match(struct kh_p11 *p, const char *key_label, const unsigned char *id,
-			  size_t id_len, EVP_PKEY **key, kh_error *err);
+			  size_t id_len, const EVP_PKEY *pub, EVP_PKEY **key, kh_error *err);
 
 /* Did the last libp11 failure (OpenSSL's error queue) say the token went
  * away (CKR_TOKEN_NOT_PRESENT, CKR_DEVICE_REMOVED)? */

@@ -92,28 +92,43 @@ polkit_allows(pam_handle_t *pamh, const struct kh_pam_opts *opts,
 	return rc;
 }
 
-/* Issuer key + chain; the caller frees key before closing *p11.  The
+/*
+ * Issuer chain + key; the caller frees key before closing *p11.  The
  * module auth kept, when it is the issuer's (kh_pam_module.c); else one of
- * its own. */
+ * its own.  The key's public half is the certificate's: on a network HSM
+ * every attribute read is a round trip (issue #30).  That the token's key
+ * is the certificate's shows when the session certificate it signs is
+ * verified with the issuer certificate (kh_x509_mint_cert), before it is
+ * stored.
+ */
 static int
 open_issuer(pam_handle_t *pamh, const struct kh_issuer *is, struct kh_p11 **p11,
 	    EVP_PKEY **key, STACK_OF(X509) **chain, char **chain_pem, kh_error *err)
 {
+	const EVP_PKEY *pub;
 	char *pin = NULL;
 	int rc;
 
 	*p11 = NULL;
 	if (kh_p11_read_pin_file(is->pin_file, &pin, err) != 0)
 		return -1;
+	if (kh_x509_load_chain(is->cert_file, NULL, chain, chain_pem, err) != 0) {
+		kh_secure_strfree(pin);
+		return -1;
+	}
+	pub = X509_get0_pubkey(sk_X509_value(*chain, 0));
+	if (pub == NULL) {
+		kh_secure_strfree(pin);
+		return kh_fail(err, KH_ERR_CONFIG, "%s: the issuer certificate's public key "
+			       "cannot be read", is->cert_file);
+	}
 	*p11 = kh_pam_module_take(pamh, is->module, &is->env);
 	if (*p11 != NULL)
-		rc = kh_p11_uri_key(*p11, is->key, pin, key, err);
+		rc = kh_p11_uri_key(*p11, is->key, pin, pub, key, err);
 	else
-		rc = kh_p11_open_uri_key(is->module, &is->env, is->key, pin, p11, key, err);
+		rc = kh_p11_open_uri_key(is->module, &is->env, is->key, pin, pub, p11, key, err);
 	kh_secure_strfree(pin);
-	if (rc != 0)
-		return -1;
-	return kh_x509_load_chain(is->cert_file, *key, chain, chain_pem, err);
+	return rc;
 }
 
 /*
@@ -152,6 +167,10 @@ open_issuer_retry(pam_handle_t *pamh, const struct kh_issuer *is, struct kh_p11 
 	*key = NULL;
 	kh_p11_close(*p11);
 	*p11 = NULL;
+	sk_X509_pop_free(*chain, X509_free);
+	*chain = NULL;
+	free(*chain_pem);
+	*chain_pem = NULL;
 	return open_issuer(pamh, is, p11, key, chain, chain_pem, err);
 }
 

@@ -395,7 +395,7 @@ cmd_mint(char **a)
 	tick();
 	if (groups_buf == NULL ||
 	    kh_p11_read_pin_file(a[1], &pin, &err) != 0 ||
-	    kh_p11_open_uri_key(module, &probe_env, a[0], pin, &p, &issuer_key, &err) != 0)
+	    kh_p11_open_uri_key(module, &probe_env, a[0], pin, NULL, &p, &issuer_key, &err) != 0)
 		goto out;
 	tock("issuer-open");
 	if (kh_x509_load_chain(a[2], issuer_key, &chain, &chain_pem, &err) != 0)

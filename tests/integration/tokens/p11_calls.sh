@@ -8,7 +8,9 @@
 # same logins must cost the same number of calls (within 2).  The key is
 # found by one C_FindObjects for exactly the object the URI, or the
 # certificate's CKA_ID, names; a lookup that lists the token's keys again
-# costs several calls per key, and fails here.
+# costs several calls per key, and fails here.  Then: the issuer key's
+# public half comes from issuer.cert_file, and a certificate of another
+# key still stops the login.
 #
 # The token store is on tmpfs (/dev/shm): SoftHSM2 writes each object
 # synchronously, 0.2 s a key pair on this machine's disk.
@@ -93,4 +95,25 @@ d=$((ISSUER_MANY - ISSUER_FEW))
 ok $((d < -2 || d > 2)) "the issuer's PKCS#11 calls per login do not grow with the token ($ISSUER_FEW -> $ISSUER_MANY)"
 d=$((USER_MANY - USER_FEW))
 ok $((d < -2 || d > 2)) "the user's PKCS#11 calls per login do not grow with the token ($USER_FEW -> $USER_MANY)"
+
+# The issuer key's public half is taken from issuer.cert_file, not read
+# from the token: a certificate of another key must still stop the login's
+# session step, loudly — another key type before signing, another key of
+# the same type when the session certificate fails to verify.
+wrong_cert() {   # TYPE EXPECTED-LOG
+	local conf=$ETC/wrong-$1.conf svc=kh-calls-w$1$$
+	pki_user_cert "other$1" issuerca --cn "kh calls other issuer $1" --ca-cert --type "$1" ||
+		{ echo "Bail out! the other $1 issuer certificate"; exit 1; }
+	sed "s|\"$PKI_DIR/issuer.pem\"|\"$PKI_DIR/other$1.pem\"|" "$ETC/issuer.conf" >"$conf" &&
+		chmod 0644 "$conf" || { echo "Bail out! $conf"; exit 1; }
+	pam_service_file "/etc/pam.d/$svc" "config=$conf"
+	on_exit "rm -f '/etc/pam.d/$svc'"
+	: >"$KH_MODLOG"
+	run env "${PT_ENV[@]}" timeout 60 pamtester "$svc" "$alice" authenticate open_session \
+		close_session <<<"$PIN"
+	isnt "$rc" 0 "issuer.cert_file of another $1 key: the login's session step fails"
+	like "$(cat "$KH_MODLOG")" "$2" "  and the log says why"
+}
+wrong_cert ec "issuer cert_file and key do not match"
+wrong_cert rsa "private key issuer is not of the certificate's key type"
 done_testing
