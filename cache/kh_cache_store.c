@@ -612,6 +612,24 @@ count_login(struct kh_index *ix, const char *user, kh_error *err)
 
 /* Re-store the uid's scope-user records whose login count is out of date;
  * records the user has ended already (kubehsm logout) leave the index. */
+/*
+ * Save the index after login accounting, also when a keyring step failed.
+ * Those steps run as the user (kubehsm-keyops), who may kill them: the
+ * count a login added or a logout took off, and whatever the steps did
+ * manage, must stand regardless, or a user who stops the helper at each
+ * logout keeps root counting logins that have ended — and their last
+ * logout then ends nothing.  err keeps the first failure.
+ */
+static int
+save_index_anyway(const struct kh_index *ix, int rc, kh_error *err)
+{
+	kh_error save_err = { 0 };
+
+	if (kh_index_save(ix, rc == 0 ? err : &save_err) == 0)
+		return 0;
+	return -1;
+}
+
 static int
 refresh_counts(struct kh_index *ix, kh_error *err)
 {
@@ -687,8 +705,8 @@ kh_cache_login_count(uid_t uid, const char *user, kh_error *err)
 	rc = count_login(&ix, user, err);
 	if (rc == 0)
 		rc = refresh_counts(&ix, err);
-	if (rc == 0)
-		rc = kh_index_save(&ix, err);
+	if (save_index_anyway(&ix, rc, err) != 0)
+		rc = -1;
 	index_end(&ix, lock);
 	return rc;
 }
@@ -738,7 +756,7 @@ kh_cache_logout(uid_t uid, const char *user, const int32_t *serials, size_t nser
 	}
 	if (rc == 0 && refresh_counts(&ix, err) != 0)
 		rc = -1;
-	if (rc == 0 && kh_index_save(&ix, err) != 0)
+	if (save_index_anyway(&ix, rc, err) != 0)
 		rc = -1;
 out:
 	free(pick);
