@@ -21,7 +21,7 @@ dir=${KH_FUZZ_DIR:-${TMPDIR:-/tmp}/kubehsm-fuzz}
 targets=${KH_FUZZ_TARGETS:-"fuzz_exec_info fuzz_signer_request fuzz_policy fuzz_record fuzz_x509_map"}
 CC=${FUZZ_CC:-clang}
 
-command -v "$CC" >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+command -v "$CC" >/dev/null || { echo "fuzz.sh: needs clang and its sanitizer runtimes: bash scripts/install-deps.sh" >&2; exit 1; }
 mkdir -p "$dir/obj" "$dir/bin"
 
 # config.h: the two definitions the library sources need from configure.
