@@ -115,6 +115,13 @@ build() {   # build DIR [ENV...]: clean copy of the tree into DIR, dpkg-buildpac
 }
 DEBS=$WORK/a
 if [ $mode = full ]; then
+	# Where this release wants the module and the unit (the build
+	# dependencies are installed here): /lib/... on Debian 12, /usr/lib/...
+	# on Debian 13.
+	PAMDIR=$(pkg-config --variable=libdir pam)/security
+	UNITDIR=$(pkg-config --variable=systemdsystemunitdir systemd)
+	[ "$PAMDIR" != /security ] && [ -n "$UNITDIR" ] ||
+		{ echo "Bail out! pkg-config knows no pam.pc or systemd.pc (scripts/install-deps.sh)"; exit 1; }
 	git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
 		{ echo "Bail out! $top is not a git checkout: cannot make a clean copy"; exit 1; }
 	t=$(date +%s)
@@ -157,8 +164,8 @@ if [ $mode = full ]; then
 			sort | tr '\n' ' ' | sed 's/ $//'
 	}
 	PAMC=$(contents libpam-kubehsm) KHC=$(contents kubehsm)
-	grep -qx -- "-rw-r--r-- /lib/$MA/security/pam_kubehsm.so" <<<"$PAMC"
-	ok $? "libpam-kubehsm: pam_kubehsm.so, mode 0644, in /lib/$MA/security"
+	grep -qx -- "-rw-r--r-- $PAMDIR/pam_kubehsm.so" <<<"$PAMC"
+	ok $? "libpam-kubehsm: pam_kubehsm.so, mode 0644, in $PAMDIR (pam.pc)"
 	grep -qx -- "-rw-r--r-- /usr/lib/$MA/kubehsm/kubehsm-polkit.so" <<<"$PAMC"
 	ok $? "libpam-kubehsm: the polkit plugin beside it in /usr/lib/$MA/kubehsm"
 	grep -qx -- "-rw-r--r-- /usr/share/pam-configs/kubehsm" <<<"$PAMC"
@@ -172,8 +179,8 @@ if [ $mode = full ]; then
 	grep -qx -- "-rwxr-xr-x /usr/bin/kubehsm" <<<"$KHC"; ok $? "kubehsm: /usr/bin/kubehsm, mode 0755"
 	grep -qx -- "-rwxr-xr-x /usr/sbin/kubehsm-relayd" <<<"$KHC"
 	ok $? "kubehsm: /usr/sbin/kubehsm-relayd, mode 0755"
-	grep -qx -- "-rw-r--r-- /lib/systemd/system/kubehsm-relayd.service" <<<"$KHC"
-	ok $? "kubehsm: the kubehsm-relayd systemd unit"
+	grep -qx -- "-rw-r--r-- $UNITDIR/kubehsm-relayd.service" <<<"$KHC"
+	ok $? "kubehsm: the kubehsm-relayd systemd unit in $UNITDIR (systemd.pc)"
 	unlike "$(dpkg-deb -I "$DEBS/kubehsm_${VERSION}_$ARCH.deb" postinst 2>/dev/null)" \
 		'deb-systemd-invoke (start|restart)|systemctl.*enable' \
 		"kubehsm: installing neither enables nor starts kubehsm-relayd (no relay section yet)"
@@ -211,7 +218,7 @@ if [ $mode = full ]; then
 
 	mkdir -p "$WORK/x"
 	for p in "${PKGS[@]}"; do dpkg-deb -x "$DEBS/${p}_${VERSION}_$ARCH.deb" "$WORK/x"; done
-	for f in "$WORK/x/lib/$MA/security/pam_kubehsm.so" "$WORK/x/usr/lib/$MA/kubehsm/kubehsm-polkit.so" \
+	for f in "$WORK/x$PAMDIR/pam_kubehsm.so" "$WORK/x/usr/lib/$MA/kubehsm/kubehsm-polkit.so" \
 		"$WORK/x/usr/libexec/kubehsm/kubehsm-tool" "$WORK/x/usr/sbin/kubehsm-relayd"; do
 		d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
 		y=$(readelf --dyn-syms -W "$f" 2>/dev/null | grep -oE '__[a-z_]+_chk' | sort -u)
@@ -389,7 +396,7 @@ if [ $mode = full ]; then
 		"dpkg knows neither package any more (no config-files state)"
 	[ ! -e /etc/kubehsm ]; ok $? "/etc/kubehsm is gone (policy, CA, issuer certificate and PIN file)"
 	left=
-	for f in /usr/bin/kubehsm /lib/"$MA"/security/pam_kubehsm.so /usr/lib/"$MA"/kubehsm /usr/libexec/kubehsm \
+	for f in /usr/bin/kubehsm "$PAMDIR"/pam_kubehsm.so /usr/lib/"$MA"/kubehsm /usr/libexec/kubehsm \
 		/usr/share/pam-configs/kubehsm /usr/share/polkit-1/actions/org.kubehsm.policy \
 		/usr/share/doc/kubehsm /usr/share/doc/libpam-kubehsm; do
 		[ -e "$f" ] && left="$left $f"
