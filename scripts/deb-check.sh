@@ -14,8 +14,8 @@
 # file; the README.Debian first steps (users CA, issuer token, PIN file)
 # make the shipped policy pass `kubehsm config check` unmodified;
 # `pam-auth-update --enable kubehsm` adds the expected lines; a user logs in
-# with the token PIN through login(1) (common-auth, common-session; driven
-# on a pty by tests/harness/logins.sh),
+# with the token PIN through login(1) and through sshd (common-auth,
+# common-session; driven on a pty by tests/harness/logins.sh),
 # kubectl 1.33 authenticates with `kubehsm exec` from /usr/bin, and logout
 # ends the session; a user without a token, and a wrong PIN, still get in
 # with the password.  End: apt purge must leave /etc/pam.d/common-* as they
@@ -373,6 +373,24 @@ is "$rc" 0 "logout: login ends with status 0"
 run as_user "$alice" "$K133" get pods
 isnt "$rc" 0 "after the logout, kubectl as $alice fails"
 like "$err" "kubehsm: your kube session was ended" "and says the session ended" || diag "$err"
+
+# The same through sshd with Debian's own /etc/pam.d/sshd (common-auth,
+# common-session): the PAM service is "sshd" on every OpenSSH, whether it
+# comes from the program's name (9.2) or PAMServiceName's default (>= 9.8).
+if [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null; then
+	SSHD_SERVICE=sshd
+	sshd_start
+	ssh_argv "$alice" kbd
+	LOGIN_PIN=$PIN LOGIN_CMD="$K133 auth whoami" login_once "${SSH_ARGV[@]}"
+	is "$(answered "$LOGIN_ONCE_LOG")" "pin " \
+		"sshd ($(/usr/sbin/sshd -V 2>&1 | sed -n '1s/[ ,].*//p'), /etc/pam.d/sshd): $alice is asked for the token PIN only"
+	is "$rc" 0 "and kubectl 1.33 authenticates in that ssh session" ||
+		diag "$err$(tr -d '\r' <"$LOGIN_ONCE_LOG" | tail -20)$(tail -20 "$SSHD_LOG")"
+	like "$out" "CN=$alice" "the server saw $alice"
+	sshd_stop
+else
+	for i in 1 2 3; do skip "no openssh-server and openssh-client here: the ssh login"; done
+fi
 
 LOGIN_PASSWORD=bob-pw-$$ LOGIN_CMD='kubehsm status' login_once /bin/login "$bob"
 is "$(answered "$LOGIN_ONCE_LOG")" "password " "$bob, who has no token, gets the password prompt only"
