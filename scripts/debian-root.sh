@@ -134,10 +134,12 @@ make_root() {
 	# The host's own CA certificates (a proxy's, say) into the root's bundle.
 	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
 		cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/"
-		chroot "$dir" update-ca-certificates >/dev/null
+		chroot "$dir" update-ca-certificates >/dev/null 2>&1 ||
+			die "update-ca-certificates failed in $dir"
 	fi
-	echo "debian-root: apt-get update in the root"
-	run_in "$dir" apt-get update -q >/dev/null
+	echo "debian-root: apt-get update and upgrade in the root (the fixes since the release)"
+	run_in "$dir" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null </dev/null
+	run_in "$dir" env DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q >/dev/null </dev/null
 	echo "$suite v$root_version" >"$dir/$stamp_name"
 	rm -f "$dir/$stamp_name.partial"
 	echo "debian-root: $suite root ready in $dir"
