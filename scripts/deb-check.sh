@@ -148,7 +148,7 @@ if [ $mode = full ]; then
 		fi
 	done
 
-	lintian --fail-on error,warning --info "$DEBS/kubehsm_${VERSION}_$ARCH.changes" >"$WORK/lintian.log" 2>&1
+	lintian --fail-on error,warning --display-info --info "$DEBS/kubehsm_${VERSION}_$ARCH.changes" >"$WORK/lintian.log" 2>&1
 	ok $? "lintian: no error and no warning" || diag "$(cat "$WORK/lintian.log")"
 	lint=$(grep -v '^running with root privileges' "$WORK/lintian.log")
 	[ -z "$lint" ] && pass "lintian: no tag at all, not even info" || { fail "lintian: no tag at all"; diag "$lint"; }
