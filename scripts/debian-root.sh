@@ -11,8 +11,8 @@
 # /etc/apt/sources.list: no host name is written into the tree), then the
 # SUITE-updates and SUITE-security suites where the mirrors have them, a
 # policy-rc.d that keeps package scripts from starting services, users' ids
-# from 50000 up (the kernel keyring is shared with the host: the root's users
-# must not meet the host's keys), and the host's local CA certificates (npm
+# from 50000 up, or KH_ROOT_UID_MIN (the kernel keyring is shared with the
+# host and other roots: the root's users must not meet their keys), and the host's local CA certificates (npm
 # and the like go through the same network as the host).  A root made
 # earlier by this same script for the same suite is reused while it is
 # intact (a stamp names the suite and this script's version); otherwise DIR
@@ -127,10 +127,13 @@ make_root() {
 	# Package scripts start no service in the root.
 	printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
 	chmod 0755 "$dir/usr/sbin/policy-rc.d"
-	# Ordinary users far from the host's uids (useradd and adduser).
-	sed -i -E 's/^(UID_MIN|GID_MIN)[[:space:]].*/\1\t\t\t50000/; s/^(UID_MAX|GID_MAX)[[:space:]].*/\1\t\t\t59999/' \
+	# Ordinary users far from the host's uids; two roots used at the same
+	# time need ranges of their own (KH_ROOT_UID_MIN).
+	local uid_min=${KH_ROOT_UID_MIN:-50000}
+	[[ $uid_min =~ ^[1-9][0-9]*$ ]] || die "KH_ROOT_UID_MIN must be a number, not '$uid_min'"
+	sed -i -E "s/^(UID_MIN|GID_MIN)[[:space:]].*/\\1\t\t\t$uid_min/; s/^(UID_MAX|GID_MAX)[[:space:]].*/\\1\t\t\t$((uid_min + 9999))/" \
 		"$dir/etc/login.defs"
-	grep -qE '^UID_MIN[[:space:]]+50000' "$dir/etc/login.defs" || die "could not set UID_MIN in $dir/etc/login.defs"
+	grep -qE "^UID_MIN[[:space:]]+$uid_min\$" "$dir/etc/login.defs" || die "could not set UID_MIN in $dir/etc/login.defs"
 	# The host's own CA certificates (a proxy's, say) into the root's bundle.
 	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
 		cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/"
