@@ -124,6 +124,13 @@ make_root() {
 	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n%s\n' \
 		"$mirror" "$suites" "$sec_line" >"$dir/etc/apt/sources.list.d/debian.sources"
 
+	# The host's apt may read a mirror frozen at a date (a snapshot) and
+	# then not check the Release files' Valid-Until: the root does as the
+	# host does, or testing's expired Release files stop apt-get update.
+	if [ "$(apt-config dump Acquire::Check-Valid-Until 2>/dev/null)" = 'Acquire::Check-Valid-Until "false";' ]; then
+		echo 'Acquire::Check-Valid-Until "false";  // as the host that made this root' \
+			>"$dir/etc/apt/apt.conf.d/50kubehsm-host"
+	fi
 	# Package scripts start no service in the root.
 	printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
 	chmod 0755 "$dir/usr/sbin/policy-rc.d"
