@@ -34,7 +34,7 @@ PACKAGES=(
 	haproxy
 	xz-utils git procps passwd libcap2-bin
 	# tools the integration tests drive
-	jq curl openssl python3 util-linux coreutils login
+	jq curl openssl python3 util-linux coreutils login iproute2
 	# more kube clients (tests/integration/clients/clients.sh); the test installs
 	# @kubernetes/client-node itself, from npm into the build tree
 	ruby-kubeclient nodejs
