@@ -14,8 +14,8 @@
 # file; the README.Debian first steps (users CA, issuer token, PIN file)
 # make the shipped policy pass `kubehsm config check` unmodified;
 # `pam-auth-update --enable kubehsm` adds the expected lines; a user logs in
-# with the token PIN through login(1) (common-auth, common-session; driven
-# on a pty by tests/harness/logins.sh),
+# with the token PIN through login(1) and through sshd (common-auth,
+# common-session; driven on a pty by tests/harness/logins.sh),
 # kubectl 1.33 authenticates with `kubehsm exec` from /usr/bin, and logout
 # ends the session; a user without a token, and a wrong PIN, still get in
 # with the password.  End: apt purge must leave /etc/pam.d/common-* as they
@@ -115,6 +115,13 @@ build() {   # build DIR [ENV...]: clean copy of the tree into DIR, dpkg-buildpac
 }
 DEBS=$WORK/a
 if [ $mode = full ]; then
+	# Where this release wants the module and the unit (the build
+	# dependencies are installed here): /lib/... on Debian 12, /usr/lib/...
+	# on Debian 13.
+	PAMDIR=$(pkg-config --variable=libdir pam)/security
+	UNITDIR=$(pkg-config --variable=systemdsystemunitdir systemd)
+	[ "$PAMDIR" != /security ] && [ -n "$UNITDIR" ] ||
+		{ echo "Bail out! pkg-config knows no pam.pc or systemd.pc (scripts/install-deps.sh)"; exit 1; }
 	git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
 		{ echo "Bail out! $top is not a git checkout: cannot make a clean copy"; exit 1; }
 	t=$(date +%s)
@@ -141,7 +148,7 @@ if [ $mode = full ]; then
 		fi
 	done
 
-	lintian --fail-on error,warning --info "$DEBS/kubehsm_${VERSION}_$ARCH.changes" >"$WORK/lintian.log" 2>&1
+	lintian --fail-on error,warning --display-info --info "$DEBS/kubehsm_${VERSION}_$ARCH.changes" >"$WORK/lintian.log" 2>&1
 	ok $? "lintian: no error and no warning" || diag "$(cat "$WORK/lintian.log")"
 	lint=$(grep -v '^running with root privileges' "$WORK/lintian.log")
 	[ -z "$lint" ] && pass "lintian: no tag at all, not even info" || { fail "lintian: no tag at all"; diag "$lint"; }
@@ -157,8 +164,8 @@ if [ $mode = full ]; then
 			sort | tr '\n' ' ' | sed 's/ $//'
 	}
 	PAMC=$(contents libpam-kubehsm) KHC=$(contents kubehsm)
-	grep -qx -- "-rw-r--r-- /lib/$MA/security/pam_kubehsm.so" <<<"$PAMC"
-	ok $? "libpam-kubehsm: pam_kubehsm.so, mode 0644, in /lib/$MA/security"
+	grep -qx -- "-rw-r--r-- $PAMDIR/pam_kubehsm.so" <<<"$PAMC"
+	ok $? "libpam-kubehsm: pam_kubehsm.so, mode 0644, in $PAMDIR (pam.pc)"
 	grep -qx -- "-rw-r--r-- /usr/lib/$MA/kubehsm/kubehsm-polkit.so" <<<"$PAMC"
 	ok $? "libpam-kubehsm: the polkit plugin beside it in /usr/lib/$MA/kubehsm"
 	grep -qx -- "-rw-r--r-- /usr/share/pam-configs/kubehsm" <<<"$PAMC"
@@ -172,8 +179,8 @@ if [ $mode = full ]; then
 	grep -qx -- "-rwxr-xr-x /usr/bin/kubehsm" <<<"$KHC"; ok $? "kubehsm: /usr/bin/kubehsm, mode 0755"
 	grep -qx -- "-rwxr-xr-x /usr/sbin/kubehsm-relayd" <<<"$KHC"
 	ok $? "kubehsm: /usr/sbin/kubehsm-relayd, mode 0755"
-	grep -qx -- "-rw-r--r-- /lib/systemd/system/kubehsm-relayd.service" <<<"$KHC"
-	ok $? "kubehsm: the kubehsm-relayd systemd unit"
+	grep -qx -- "-rw-r--r-- $UNITDIR/kubehsm-relayd.service" <<<"$KHC"
+	ok $? "kubehsm: the kubehsm-relayd systemd unit in $UNITDIR (systemd.pc)"
 	unlike "$(dpkg-deb -I "$DEBS/kubehsm_${VERSION}_$ARCH.deb" postinst 2>/dev/null)" \
 		'deb-systemd-invoke (start|restart)|systemctl.*enable' \
 		"kubehsm: installing neither enables nor starts kubehsm-relayd (no relay section yet)"
@@ -211,7 +218,7 @@ if [ $mode = full ]; then
 
 	mkdir -p "$WORK/x"
 	for p in "${PKGS[@]}"; do dpkg-deb -x "$DEBS/${p}_${VERSION}_$ARCH.deb" "$WORK/x"; done
-	for f in "$WORK/x/lib/$MA/security/pam_kubehsm.so" "$WORK/x/usr/lib/$MA/kubehsm/kubehsm-polkit.so" \
+	for f in "$WORK/x$PAMDIR/pam_kubehsm.so" "$WORK/x/usr/lib/$MA/kubehsm/kubehsm-polkit.so" \
 		"$WORK/x/usr/libexec/kubehsm/kubehsm-tool" "$WORK/x/usr/sbin/kubehsm-relayd"; do
 		d=$(readelf -d "$f" 2>/dev/null) l=$(readelf -lW "$f" 2>/dev/null)
 		y=$(readelf --dyn-syms -W "$f" 2>/dev/null | grep -oE '__[a-z_]+_chk' | sort -u)
@@ -367,6 +374,24 @@ run as_user "$alice" "$K133" get pods
 isnt "$rc" 0 "after the logout, kubectl as $alice fails"
 like "$err" "kubehsm: your kube session was ended" "and says the session ended" || diag "$err"
 
+# The same through sshd with Debian's own /etc/pam.d/sshd (common-auth,
+# common-session): the PAM service is "sshd" on every OpenSSH, whether it
+# comes from the program's name (9.2) or PAMServiceName's default (>= 9.8).
+if [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null; then
+	SSHD_SERVICE=sshd
+	sshd_start
+	ssh_argv "$alice" kbd
+	LOGIN_PIN=$PIN LOGIN_CMD="$K133 auth whoami" login_once "${SSH_ARGV[@]}"
+	is "$(answered "$LOGIN_ONCE_LOG")" "pin " \
+		"sshd ($(/usr/sbin/sshd -V 2>&1 | sed -n '1s/[ ,].*//p'), /etc/pam.d/sshd): $alice is asked for the token PIN only"
+	is "$rc" 0 "and kubectl 1.33 authenticates in that ssh session" ||
+		diag "$err$(tr -d '\r' <"$LOGIN_ONCE_LOG" | tail -20)$(tail -20 "$SSHD_LOG")"
+	like "$out" "CN=$alice" "the server saw $alice"
+	sshd_stop
+else
+	for i in 1 2 3; do skip "no openssh-server and openssh-client here: the ssh login"; done
+fi
+
 LOGIN_PASSWORD=bob-pw-$$ LOGIN_CMD='kubehsm status' login_once /bin/login "$bob"
 is "$(answered "$LOGIN_ONCE_LOG")" "password " "$bob, who has no token, gets the password prompt only"
 [ "$rc" -lt 200 ]; ok $? "and logs in with the password" || diag "$err$(tr -d '\r' <"$LOGIN_ONCE_LOG" | tail -20)"
@@ -389,7 +414,7 @@ if [ $mode = full ]; then
 		"dpkg knows neither package any more (no config-files state)"
 	[ ! -e /etc/kubehsm ]; ok $? "/etc/kubehsm is gone (policy, CA, issuer certificate and PIN file)"
 	left=
-	for f in /usr/bin/kubehsm /lib/"$MA"/security/pam_kubehsm.so /usr/lib/"$MA"/kubehsm /usr/libexec/kubehsm \
+	for f in /usr/bin/kubehsm "$PAMDIR"/pam_kubehsm.so /usr/lib/"$MA"/kubehsm /usr/libexec/kubehsm \
 		/usr/share/pam-configs/kubehsm /usr/share/polkit-1/actions/org.kubehsm.policy \
 		/usr/share/doc/kubehsm /usr/share/doc/libpam-kubehsm; do
 		[ -e "$f" ] && left="$left $f"

@@ -25,7 +25,7 @@ dir=${KH_FUZZ_DIR:-${TMPDIR:-/tmp}/kubehsm-fuzz}
 targets=${KH_FUZZ_TARGETS:-$(cd "$top/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')}
 CC=${FUZZ_CC:-clang}
 
-command -v "$CC" >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+command -v "$CC" >/dev/null || { echo "fuzz.sh: needs clang and its sanitizer runtimes: bash scripts/install-deps.sh" >&2; exit 1; }
 mkdir -p "$dir/obj" "$dir/bin"
 
 # config.h: the two definitions the library sources need from configure.

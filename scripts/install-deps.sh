@@ -1,12 +1,23 @@
 #!/bin/bash
-# Install the Debian 12 packages kubehsm needs to build, test and demo.
-# Idempotent: does nothing (and needs no network) when all are present.
+# Install the Debian packages kubehsm needs to build, test and demo, on
+# Debian 12 (bookworm), 13 (trixie) or testing.  Idempotent: does nothing
+# (and needs no network) when all are present.
+#
+# Where the releases name a package differently, its entry lists the names
+# as "new|old" and apt chooses: an entry is present when any of its names is
+# installed, and otherwise the first name apt has a candidate for is
+# installed.  This list is the only place such names are chosen (scripts/fuzz.sh
+# and debian/control name nothing release-specific).  An entry ending in "?"
+# is only for the benchmarks: a release without it gets a note, not a failure.
 set -euo pipefail
 
 PACKAGES=(
 	# build
 	build-essential autoconf automake libtool pkg-config
-	libpam0g-dev libp11-dev libssl-dev libconfig-dev
+	# Debian 13's pam.pc has "Requires.private: audit", which libpam0g-dev
+	# does not pull in; systemd.pc (the unit directory) is in systemd-dev
+	# from Debian 13 on, in systemd itself before
+	libpam0g-dev libaudit-dev 'systemd-dev|systemd' libp11-dev libssl-dev libconfig-dev
 	libpolkit-gobject-1-dev libkeyutils-dev libjansson-dev libcmocka-dev
 	libp11-kit-dev libyaml-dev
 	# kubehsm-relayd: event loop, privilege drop, HTTP/1.1 heads
@@ -18,12 +29,12 @@ PACKAGES=(
 	# the Python client's exec (WebSocket), through kubehsm-relayd
 	python3-websocket
 	# hardening and benchmarks
-	clang libclang-rt-14-dev valgrind strace hyperfine gnuplot-nox libpam-p11
+	clang libclang-rt-dev valgrind strace hyperfine? gnuplot-nox libpam-p11
 	# the proxy bench/relay.sh measures kubehsm-relayd against
 	haproxy
 	xz-utils git procps passwd libcap2-bin
 	# tools the integration tests drive
-	jq curl openssl python3 util-linux coreutils login logrotate
+	jq curl openssl python3 util-linux coreutils login logrotate iproute2
 	# more kube clients (tests/integration/clients/clients.sh); the test installs
 	# @kubernetes/client-node itself, from npm into the build tree
 	ruby-kubeclient nodejs
@@ -46,21 +57,46 @@ PACKAGES=(
 # bundles it (and conflicts with Debian's npm).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
+# (Output captured first: grep -q ending a pipe early fails it under pipefail.)
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+has_candidate() {
+	local c
+	c=$(apt-cache policy "$1" 2>/dev/null | awk '/^  Candidate:/ { print $2 }')
+	[ -n "$c" ] && [ "$c" != "(none)" ]
+}
+
 missing=()
-for p in "${PACKAGES[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-		missing+=("$p")
-	fi
+for entry in "${PACKAGES[@]}"; do
+	IFS='|' read -r -a names <<<"${entry%\?}"
+	present=0
+	for p in "${names[@]}"; do installed "$p" && { present=1; break; }; done
+	[ $present = 1 ] || missing+=("$entry")
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#PACKAGES[@]} packages present"
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+	echo "install-deps: missing packages: ${missing[*]}; run as root: bash scripts/install-deps.sh" >&2
 	exit 1
 fi
-echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+apt-get update -q </dev/null
+chosen=() unknown=()
+for entry in "${missing[@]}"; do
+	IFS='|' read -r -a names <<<"${entry%\?}"
+	pick=
+	for p in "${names[@]}"; do has_candidate "$p" && { pick=$p; break; }; done
+	if [ -n "$pick" ]; then chosen+=("$pick")
+	elif [ "${entry%\?}" != "$entry" ]; then
+		echo "install-deps: note: apt has no ${entry%\?} here; the benchmarks that use it cannot run"
+	else unknown+=("$entry"); fi
+done
+if [ ${#unknown[@]} -gt 0 ]; then
+	. /etc/os-release 2>/dev/null || true
+	echo "install-deps: apt has no package named ${unknown[*]} on ${PRETTY_NAME:-this system}" >&2
+	exit 1
+fi
+[ ${#chosen[@]} -gt 0 ] || exit 0
+echo "install-deps: installing ${chosen[*]}"
+apt-get install -y -q --no-install-recommends "${chosen[@]}" </dev/null

@@ -85,6 +85,35 @@ def die(msg, code=EXIT_DRIVER):
     sys.exit(code)
 
 
+def _running(pid):
+    """Whether process pid exists and is not a zombie (it is not reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _hangup_tolerant_spawn(pexpect):
+    """pexpect.spawn that outlives its program's vhangup().
+
+    util-linux login(1) (Debian 13's) calls vhangup() on its terminal and
+    then opens it again: a read of the pty in between fails with EIO, which
+    pexpect takes for the end of the program, and the login is lost.  While
+    the program still runs that is not its end: read again a moment later."""
+    class Spawn(pexpect.spawn):
+        def read_nonblocking(self, size=1, timeout=-1):
+            try:
+                return super().read_nonblocking(size, timeout)
+            except pexpect.EOF:
+                if not _running(self.pid):
+                    raise
+                self.flag_eof = False
+                time.sleep(0.05)
+                return b""
+    return Spawn
+
+
 class Login:
     """One login program on a pty, with the shell it opens."""
 
@@ -100,8 +129,8 @@ class Login:
         for kv in opts.setenv or []:
             name, _, value = kv.partition("=")
             env[name] = value
-        self.p = pexpect.spawn(argv[0], argv[1:], env=env, timeout=opts.timeout,
-                               dimensions=(40, 200), echo=False)
+        self.p = _hangup_tolerant_spawn(pexpect)(argv[0], argv[1:], env=env, timeout=opts.timeout,
+                                                  dimensions=(40, 200), echo=False)
         self.p.logfile_read = self.log
         self.seq = 0
 
