@@ -52,6 +52,8 @@ PACKAGES=(
 	libtpm2-pkcs11-1 libtpm2-pkcs11-tools
 	# Debian packages: build, lint, compare (scripts/deb-check.sh)
 	debhelper dpkg-dev fakeroot lintian diffoscope-minimal
+	# the other release's root the whole run ends in (scripts/debian-root.sh)
+	debootstrap
 )
 # Debian's nodejs ships npm as a package of its own; NodeSource's nodejs
 # bundles it (and conflicts with Debian's npm).
