@@ -109,6 +109,17 @@ pem_valid(const char *s, size_t len)
 
 /* ---- encode ------------------------------------------------------------ */
 
+/* A header text field as get_text will read it back (NULL: empty). */
+static int
+header_text_ok(const char *s, size_t max, int allow_empty)
+{
+	size_t len = s != NULL ? strnlen(s, max + 1) : 0;
+
+	if (len == 0)
+		return allow_empty;
+	return text_valid(s, len, max, 0);
+}
+
 static int
 record_shape_ok(const struct kh_record *rec, kh_error *err)
 {
@@ -118,6 +129,15 @@ record_shape_ok(const struct kh_record *rec, kh_error *err)
 	if (rec->user == NULL || rec->kube_user == NULL || rec->cert_chain_pem == NULL ||
 	    rec->token_cert_pem == NULL)
 		return kh_fail(err, KH_ERR_INPUT, "session record is incomplete");
+	/* What the decoder would refuse is not written: a record kubehsm exec
+	 * cannot read would only show up at the user's first kubectl. */
+	if (!header_text_ok(rec->user, KH_NAME_MAX, 0) ||
+	    !header_text_ok(rec->kube_user, KH_NAME_MAX, 0) ||
+	    !header_text_ok(rec->issuer_id, KH_ISSUER_ID_MAX, 1) ||
+	    !header_text_ok(rec->token_uri, KH_URI_MAX, 1))
+		return kh_fail(err, KH_ERR_INPUT, "session record: a user name, issuer id or "
+			       "token URI that is empty, too long or not printable (token URI: "
+			       "at most %d bytes)", KH_URI_MAX);
 	if (rec->ngroups > KH_RECORD_MAX_GROUPS)
 		return kh_fail(err, KH_ERR_INPUT, "too many groups (%zu, at most %d)",
 			       rec->ngroups, KH_RECORD_MAX_GROUPS);

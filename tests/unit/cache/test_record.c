@@ -174,6 +174,39 @@ test_encode_refuses_bad_records(void **state)
 	assert_null(out);
 }
 
+/* A header field the decoder would refuse is refused when written: a
+ * token URI made from a long token.key_label, a control character in a
+ * name.  Up to the bound it round-trips. */
+static void
+test_encode_refuses_what_decode_refuses(void **state)
+{
+	struct kh_record r, *d = NULL;
+	char *out = NULL, uri[1026];
+	size_t len;
+	kh_error err;
+
+	(void)state;
+	memset(uri, 'u', sizeof(uri) - 1);
+	uri[sizeof(uri) - 1] = '\0';            /* 1025 bytes: one past the bound */
+	r = sample(); r.token_uri = uri;
+	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
+	assert_non_null(strstr(err.msg, "token URI"));
+	assert_null(out);
+	r = sample(); r.kube_user = "bad\x01name";
+	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
+	r = sample(); r.user = "";
+	assert_int_equal(kh_record_encode(&r, &out, &len, &err), -1);
+	assert_null(out);
+
+	uri[sizeof(uri) - 2] = '\0';            /* 1024 bytes: the bound */
+	r = sample(); r.token_uri = uri;
+	assert_int_equal(kh_record_encode(&r, &out, &len, &err), 0);
+	assert_int_equal(kh_record_decode(out, len, &d, &err), 0);
+	assert_string_equal(d->token_uri, uri);
+	kh_record_free(d);
+	kh_secure_free(out, len + 1);
+}
+
 static void
 test_encode_refuses_oversize(void **state)
 {
@@ -647,6 +680,7 @@ main(void)
 		cmocka_unit_test(test_round_trip_without_key),
 		cmocka_unit_test(test_dup),
 		cmocka_unit_test(test_encode_refuses_bad_records),
+		cmocka_unit_test(test_encode_refuses_what_decode_refuses),
 		cmocka_unit_test(test_encode_refuses_oversize),
 		cmocka_unit_test(test_description),
 		cmocka_unit_test(test_check),
