@@ -46,7 +46,10 @@ export KUBEHSM_CONFIG=$CONF
 uid_of_dn() {
 	local hex
 	hex=$(sed -n 's/.*1\.3\.6\.1\.4\.1\.57683\.2=#0C\([0-9A-Fa-f]*\).*/\1/p' <<<"$1")
-	[ -n "$hex" ] && xxd -r -p <<<"${hex:2}"
+	# The first byte is the length (short form: the value is under 128
+	# bytes); python3 rather than xxd, which Debian 13 no longer ships
+	# with the base system.
+	[ -n "$hex" ] && python3 -c 'import sys; sys.stdout.write(bytes.fromhex(sys.argv[1]).decode())' "${hex:2}"
 }
 
 # relay_session LOGIN USER WHAT: inside LOGIN, kubectl 1.27 and 1.33 reach the
