@@ -15,16 +15,9 @@
 const char *
 kh_template_check_escape(const char *tmpl, char escape)
 {
-	const char *p;
+	const char set[2] = { escape, '\0' };
 
-	for (p = tmpl; *p != '\0'; p++) {
-		if (*p != '%')
-			continue;
-		if (p[1] != escape && p[1] != '%')
-			return p;
-		p++;
-	}
-	return NULL;
+	return kh_template_check_set(tmpl, set);
 }
 
 bool
@@ -53,12 +46,12 @@ kh_template_check(const char *tmpl)
 char *
 kh_template_expand_escape(const char *tmpl, char escape, const char *value, kh_error *err)
 {
-	size_t vlen, len = 0, i;
-	const char *p;
-	char *out;
+	const struct kh_template_var var = { escape, value };
 
 	if (tmpl == NULL)
 		return kh_fail(err, KH_ERR_INPUT, "no template to expand"), NULL;
+	/* Stricter than the general form, whose messages it keeps: a value
+	 * is wanted even where the template does not use it. */
 	if (value == NULL || value[0] == '\0')
 		return kh_fail(err, KH_ERR_INPUT, "cannot expand \"%s\": no %s", tmpl,
 			       escape == 'u' ? "user name" : "value for its escape"), NULL;
@@ -66,38 +59,7 @@ kh_template_expand_escape(const char *tmpl, char escape, const char *value, kh_e
 		return kh_fail(err, KH_ERR_INPUT,
 			       "template \"%s\": only %%%c and %%%% may follow '%%'", tmpl,
 			       escape), NULL;
-	vlen = strlen(value);
-	/* First pass sizes the result, so the bound is checked before writing. */
-	for (p = tmpl; *p != '\0'; p++) {
-		size_t add = 1;
-
-		if (p[0] == '%') {
-			add = p[1] == escape ? vlen : 1;
-			p++;
-		}
-		if (add > KH_TEMPLATE_MAX - len)
-			return kh_fail(err, KH_ERR_INPUT,
-				       "expanding \"%s\" exceeds %d bytes", tmpl,
-				       KH_TEMPLATE_MAX), NULL;
-		len += add;
-	}
-	out = malloc(len + 1);
-	if (out == NULL)
-		return kh_fail(err, KH_ERR_INTERNAL, "out of memory"), NULL;
-	for (p = tmpl, i = 0; *p != '\0'; p++) {
-		if (p[0] == '%' && p[1] == escape) {
-			memcpy(out + i, value, vlen);
-			i += vlen;
-			p++;
-		} else if (p[0] == '%') {
-			out[i++] = '%';
-			p++;
-		} else {
-			out[i++] = *p;
-		}
-	}
-	out[i] = '\0';
-	return out;
+	return kh_template_expand_vars(tmpl, &var, 1, err);
 }
 
 char *
