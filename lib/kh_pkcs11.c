@@ -410,6 +410,23 @@ kh_p11_pin_flags(const PKCS11_TOKEN *tok)
 	return f;
 }
 
+/*
+ * A new listing of the module's slots begins, by libp11 or the raw layer:
+ * sessions belong to one listing (the token in a slot may be another one
+ * by the next), and the modules measured read pkcs11.env around every
+ * listing.  The caller restores *saved once the listing is made.
+ */
+static int
+kh_p11_listing_begin(struct kh_p11 *p, struct kh_env_saved *saved, kh_error *err)
+{
+	if (p->logged_in)
+		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
+	kh_p11_raw_close(&p->raw);
+	kh_p11_release_slots(p);
+	p->generation++;
+	return kh_env_apply(&p->env, saved, err);
+}
+
 /* Read the slot list afresh.  (PKCS11_update_slots would keep the old
  * objects, but crashes in libp11 0.4.12.) */
 static int
@@ -419,14 +436,7 @@ kh_p11_enumerate(struct kh_p11 *p, kh_error *err)
 	const char *pcsc_hint;
 	int rc;
 
-	if (p->logged_in)
-		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
-	/* Sessions belong to one listing: the token in a slot may be another
-	 * one by the next. */
-	kh_p11_raw_close(&p->raw);
-	kh_p11_release_slots(p);
-	p->generation++;
-	if (kh_env_apply(&p->env, &saved, err) != 0)
+	if (kh_p11_listing_begin(p, &saved, err) != 0)
 		return -1;
 	ERR_clear_error();
 	rc = PKCS11_enumerate_slots(p->ctx, &p->slots, &p->nslots);
@@ -996,13 +1006,7 @@ kh_p11_use_uri_token(struct kh_p11 *p, const struct kh_p11_uri *u, const char *u
 
 	if (p == NULL || u == NULL || u->token == NULL)
 		return kh_fail(err, KH_ERR_INTERNAL, "no module or token to select");
-	if (p->logged_in)
-		return kh_fail(err, KH_ERR_INTERNAL, "a token is already logged in on this handle");
-	kh_p11_raw_close(&p->raw);
-	kh_p11_release_slots(p);
-	p->generation++;
-	/* Where the modules measured read pkcs11.env: around every listing. */
-	if (kh_env_apply(&p->env, &saved, err) != 0)
+	if (kh_p11_listing_begin(p, &saved, err) != 0)
 		return -1;
 	rc = kh_p11_raw_find_token(p, u, &t, &removable, err);
 	kh_env_restore(&saved);
